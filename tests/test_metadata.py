@@ -14,8 +14,9 @@ from helpers import inside, run_cli, write_plan
 from storbench.config import load_plan_text
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, render_job
 from storbench.fio.layout import FILLED_NOTE, consumes_its_files, has_fill_section, layout_job, without_fill
-from storbench.model import FILL_JOB
+from storbench.model import FILL_JOB, PathTarget
 from storbench.plan import expand
+from storbench.targets.base import FileCheckPlace
 
 PLAN = """
 name: meta
@@ -208,6 +209,25 @@ def _fuse_sweep_is_limited_in_the_client_stack(tmp_path: Path, capsys: pytest.Ca
     assert code == 0 and "Where the time goes" in report.read_text(), err
 
 
+def _the_write_checks_file_on_cephfs_has_small_objects(mount: Path) -> None:
+    """`check_writes` on CephFS: its file is laid out in 64 KiB objects, as its RBD image is, not CephFS's 4 MiB (a
+    1 MiB region had been one object, on one placement group, which a faulted OSD could miss altogether)."""
+    from storbench.targets.local import check_path_target
+
+    text = f"name: c\ntargets:\n  fs: {{kind: path, path: {mount}/check, size: 1MiB}}\nworkload: {{rw: read}}\n"
+    cases = expand(load_plan_text(text, "c.yaml"))
+    assert isinstance(cases[0].target, PathTarget)
+    place = check_path_target(cases[0].target, cases, create=True).check_place
+    assert isinstance(place, FileCheckPlace) and place.object_bytes == 1 << 16
+    region = place.region()
+    region.prepare(1 << 20)
+    try:
+        assert os.getxattr(f"{mount}/check/storbench.check", "ceph.file.layout.object_size") == b"65536"
+    finally:
+        region.discard()
+        (mount / "check").rmdir()
+
+
 @pytest.mark.fio
 @pytest.mark.ceph
 @pytest.mark.skipif(shutil.which("ceph-mds") is None or os.geteuid() != 0,
@@ -241,6 +261,7 @@ def test_metadata_operations_on_the_labs_cephfs(tmp_path: Path, capsys: pytest.C
         code, shown, err = run_cli(capsys, "show", "--db", str(db))
         # the verdicts name the metadata path's processes: the MDS and the FUSE client
         assert code == 0 and "ceph-mds" in shown and "ceph-fuse" in shown, shown
+        _the_write_checks_file_on_cephfs_has_small_objects(Path(info.cephfs_mount))
         if os.environ.get("STORBENCH_LONG") == "1":  # scripts/ceph-e2e.sh: on the same cluster
             _fuse_sweep_is_limited_in_the_client_stack(tmp_path, capsys)
     finally:
@@ -593,6 +614,21 @@ def test_the_eta_counts_each_metadata_phase_and_a_deletes_uncapped_layout() -> N
     assert seconds["metadata"] == pytest.approx(3 * runtime + FIO_STARTUP_S)
     assert seconds["delete"] == pytest.approx(100_000 / ESTIMATE_OPS_PER_JOB_S + runtime + FIO_STARTUP_S)
 
+
+
+def test_a_write_checks_file_off_cephfs_keeps_its_filesystems_layout(tmp_path: Path) -> None:
+    """Only a file on CephFS is laid out in small objects (`_the_write_checks_file_on_cephfs_has_small_objects`)."""
+    from storbench.targets.local import check_path_target
+
+    text = f"name: c\ntargets:\n  d: {{kind: path, path: {tmp_path}/d, size: 1MiB}}\nworkload: {{rw: read}}\n"
+    cases = expand(load_plan_text(text, "c.yaml"))
+    assert isinstance(cases[0].target, PathTarget)
+    place = check_path_target(cases[0].target, cases, create=True).check_place
+    assert isinstance(place, FileCheckPlace) and place.object_bytes is None
+    region = place.region()
+    region.prepare(1 << 16)  # no layout to set: made as before
+    assert (tmp_path / "d" / "storbench.check").stat().st_size == 1 << 16
+    region.discard()
 
 
 def test_the_eta_counts_the_clear_after_nfs_deletes_their_runtime_cut() -> None:

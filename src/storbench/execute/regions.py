@@ -21,6 +21,7 @@ from typing import Protocol
 from storbench.ceph_client import CREATED_BY_KEY, RadosClient, checked
 
 CHECK_IMAGE_ORDER = 16  # the checking writer's RBD image: objects of 2^16 bytes
+CHECK_OBJECT_BYTES = 1 << CHECK_IMAGE_ORDER  # and its CephFS file's (`FileRegion`'s ``object_bytes``)
 
 
 class Region(Protocol):
@@ -48,8 +49,11 @@ class FileRegion:
     """A file of its own (``own_file``: made by ``prepare``, removed by ``discard``) or a device or file from
     ``offset_bytes`` on (zeroed by ``prepare``)."""
 
-    def __init__(self, path: str, offset_bytes: int = 0, own_file: bool = False, direct: bool = True) -> None:
+    def __init__(self, path: str, offset_bytes: int = 0, own_file: bool = False, direct: bool = True,
+                 object_bytes: int | None = None) -> None:
+        """``object_bytes``: a file of its own on CephFS is laid out in objects of that size (`_lay_out`)."""
         self.path, self.offset_bytes, self.own_file, self.direct = path, offset_bytes, own_file, direct
+        self.object_bytes = object_bytes
         self._write_fd: int | None = None
         self._read_fd: int | None = None
 
@@ -59,6 +63,7 @@ class FileRegion:
                 os.unlink(self.path)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             try:
+                self._lay_out(fd)
                 os.ftruncate(fd, size_bytes)
             finally:
                 os.close(fd)
@@ -74,6 +79,16 @@ class FileRegion:
                 os.pwrite(fd, zeros[:size_bytes - start], self.offset_bytes + start)
         finally:
             os.close(fd)
+
+    def _lay_out(self, fd: int) -> None:
+        """A CephFS file's layout, set while it is empty: objects of ``object_bytes``, not CephFS's 4 MiB, for the
+        reason the RBD image has small ones (`RbdRegion.prepare`). The stripe unit first: it must divide the object
+        size. Where the client may not set layouts (no `p` in its MDS caps) the file keeps its directory's."""
+        if self.object_bytes is None:
+            return
+        with contextlib.suppress(OSError):
+            for name in ("ceph.file.layout.stripe_unit", "ceph.file.layout.object_size"):
+                os.setxattr(fd, name, str(self.object_bytes).encode())
 
     def _open(self, flags: int) -> int:
         if self.direct:  # O_DIRECT where the filesystem takes it (a FUSE mount may not): else buffered

@@ -21,9 +21,10 @@ class FileCheckPlace:
     path: str
     offset_bytes: int = 0
     own_file: bool = False
+    object_bytes: int | None = None  # a file on CephFS: its objects' size (`FileRegion`)
 
     def region(self) -> Region:
-        return FileRegion(self.path, self.offset_bytes, self.own_file)
+        return FileRegion(self.path, self.offset_bytes, self.own_file, object_bytes=self.object_bytes)
 
 
 @dataclass(frozen=True)

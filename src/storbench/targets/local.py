@@ -12,6 +12,7 @@ from pathlib import Path
 
 from storbench.demands import MACHINE_SHARE, inodes_need
 from storbench.errors import UserError
+from storbench.execute.regions import CHECK_OBJECT_BYTES
 from storbench.fio.jobfile import METADATA_DIR, JobBinding, escape_fio_path, is_safe_job_value, metadata_dir_names
 from storbench.model import METADATA_RW, BlockTarget, Case, CephfsTarget, PathTarget, is_metadata
 from storbench.shell import read_text
@@ -118,7 +119,8 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
                                     ("filename_format", FILENAME_FORMAT))),
         details=(("kind", "path"), ("directory", str(directory)), ("mount_point", mount_point),
                  ("filesystem", fs_type), ("source", source)),
-        check_place=FileCheckPlace(str(directory / CHECK_FILE), own_file=True),
+        check_place=FileCheckPlace(str(directory / CHECK_FILE), own_file=True, object_bytes=CHECK_OBJECT_BYTES
+                                   if filesystem_matches(fs_type, "ceph") else None),
     )
 
 
