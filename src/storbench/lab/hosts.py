@@ -43,7 +43,7 @@ from storbench.lab.hosts_conf import (
 )
 from storbench.lab.lab_claim import claims_lab, frees_lab, frees_names, owns_names
 from storbench.lab.labdir import LabRoot, default_lab_dir, every_step, port_open, require_tools
-from storbench.lab.process import kill_all, pids_serving
+from storbench.lab.process import kill_all, pids_in_namespaces, pids_serving
 from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
@@ -251,8 +251,7 @@ class HostsLab(LabRoot):
         if self.info() is None:
             return []
         servers = {daemon.pid for daemon in self.dir.live()}
-        left = [pid for ns in _namespaces() for pid in map(int, run(["ip", "netns", "pids", ns], timeout_s=30).split())
-                if pid not in servers]
+        left = [pid for pid in pids_in_namespaces(_namespaces()) if pid not in servers]
         kill_all(left)
         return left
 

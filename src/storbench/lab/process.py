@@ -70,6 +70,23 @@ def kill_all(pids: Sequence[int], *, timeout_s: float = 15) -> None:
         time.sleep(0.1)
 
 
+def pids_in_namespaces(names: Sequence[str], root: str = "/run/netns") -> list[int]:
+    """The processes in the named network namespaces ``names`` (under ``root``, where `ip netns` keeps them), from
+    /proc: one `ip netns pids` a namespace would cost a command per host."""
+    wanted = set()
+    for name in names:
+        with contextlib.suppress(OSError):
+            found = os.stat(f"{root}/{name}")
+            wanted.add((found.st_dev, found.st_ino))
+    pids = []
+    for entry in process_dirs(others=True):
+        with contextlib.suppress(OSError):
+            network = (entry / "ns" / "net").stat()
+            if (network.st_dev, network.st_ino) in wanted:
+                pids.append(int(entry.name))
+    return pids
+
+
 def pids_serving(accept: Callable[[str], bool]) -> list[int]:
     """This user's processes given ``--server=ADDRESS,PORT`` for an address ``accept`` takes (fio servers), in a
     network namespace other than this process's, from /proc: a lab's server whose namespace was deleted under it
