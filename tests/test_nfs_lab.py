@@ -454,14 +454,14 @@ CUT_CLIENT_PLAN = """
 name: client-cut
 targets:
   export: {kind: nfs, size: 8MiB}
-workload: {rw: randread, bs: 4k, iodepth: 2, runtime: 6s, ramp: 1s}
+workload: {rw: randread, bs: 64k, iodepth: 2, runtime: 6s, ramp: 1s}
 clients: 2
 repeat: 1
 telemetry: {interval: 0.5s}
 timeout_grace: 30s
 lab:
   nfs: {}
-  hosts: {count: 2}
+  hosts: {count: 2, link: 200Mbit}
 faults:
   - {at: 2s, do: cut, on: client.2, restore_after: 2s}
   - {at: 4s, do: slow, on: client.1, to: 20Mbit, restore_after: 1s}
@@ -486,21 +486,24 @@ def test_one_clients_link_cut_for_two_seconds_stalls_that_client_only(
         (repetition,) = stored_repetitions(db)
         cut, back, slow, unslowed = repetition.faults
         assert (cut.said, back.said) == ("hosts lab: client.2's link down", "hosts lab: client.2's link up again")
-        # a second fault, after: client.1's link shaped to 20 Mbit/s for a second (a level, `to:`), then unshaped
+        # a second fault, after: client.1's link shaped to 20 Mbit/s for a second (a level, `to:`), then as the
+        # lab's links again
         assert (slow.said, unslowed.said) == ("hosts lab: client.1's link shaped to 20Mbit",
-                                              "hosts lab: client.1's link unshaped again"), repetition.faults
-        # the lab's links unshaped, client.1's veth has a rate only while slowed: its utilisation is against
-        # 20 Mbit/s then (the export's reads fill it), and it has none before or after
+                                              "hosts lab: client.1's link shaped to 200Mbit again"), repetition.faults
+        # while slowed, client.1's link is judged against 20 Mbit/s, which the export's reads fill: against the
+        # lab's 200 Mbit/s the same bytes had read as 10 % at most
         assert repetition.telemetry is not None
         (util,) = repetition.telemetry.find("net", "util_pct", lab_host(1).host_veth)
-        assert all(slow.at_s - 0.1 <= t0 and t1 <= unslowed.at_s + 0.5 for t0, t1 in
-                   zip(util.starts_s, util.times_s, strict=True))
-        assert util.values and max(util.values) > 30, util
+        inside = [value for t0, t1, value in zip(util.starts_s, util.times_s, util.values, strict=True)
+                  if slow.at_s <= t0 and t1 <= unslowed.at_s]
+        assert inside and max(inside) > 50, util
         (point,) = point_failovers([repetition])
         blackouts = {client: seconds.mean for client, seconds in point.client_blackouts_s}
         assert len(blackouts) == 2, blackouts
         cut_client = next(c for c in blackouts if c.startswith(lab_host(2).address))
         other = next(c for c in blackouts if c != cut_client)
+        # client.1, slowed to 20 Mbit/s for a second, goes on slower: 64 KiB reads had stalled there for the whole
+        # second when the shaping's bucket was smaller than the packets the bridge hands it (up to 64 KiB)
         assert 1.5 <= blackouts[cut_client] <= 6 and blackouts[other] < 0.5, blackouts
         assert "each client's blackout:" in " ".join(out.split()), out
         code, _, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"))
