@@ -369,7 +369,7 @@ def test_link_shaping_commands_and_a_live_link_axis() -> None:
     assert link_commands(host, 10**8, None)[0] == (None, ["qdisc", "replace", "dev", "sbh2a", "root", "tbf", "rate",
                                                           "100000000bit", "burst", "125000", "latency", "50ms"])
     # at least 96 KiB, above a 64 KiB offloaded packet: a 32 KiB bucket at 20 Mbit/s had passed almost none of them
-    assert link_commands(host, 20 * 10**6, None)[0][1][6:8] == ["burst", str(96 * 1024)]
+    assert link_commands(host, 20 * 10**6, None)[0][1][8:10] == ["burst", str(96 * 1024)]
     assert [args[:2] for _, args in link_commands(host, None, None)] == [["qdisc", "del"]] * 2
     assert format_link(10**9) == "1Gbit" and format_link(2_500_000_000) == "2.5Gbit" and format_link(10**8) == "100Mbit"
     plan = """
