@@ -546,10 +546,16 @@ def test_a_killed_clients_job_does_not_run_on_beside_the_next_repetition(tmp_pat
     try:
         info = lab.up(1, "fio")
         job = f"[w]\nfilename={data}\nrw=write\nbs=64k\nsize=64m\nrate=1m\nioengine=psync\n"
+        namespace = lab_host(1).namespace
+        # another program in the namespace, not a job of its server (as a fault's `tc`): left alone
+        subprocess.run(["nsenter", f"--net=/run/netns/{namespace}", "sh", "-c", "sleep 60 >/dev/null 2>&1 &"],
+                       check=True, timeout=30)
         executor = HostsExecutor("fio", info.servers, lab_servers=True, end_left_jobs=lab.end_jobs)
         assert executor.run_clients([job], list(info.servers), timeout_s=2).timed_out
-        left = [int(pid) for pid in run(["ip", "netns", "pids", lab_host(1).namespace], timeout_s=30).split()]
-        assert left == [daemon.pid for daemon in lab.dir.live()], left  # the server alone
+        left = [int(pid) for pid in run(["ip", "netns", "pids", namespace], timeout_s=30).split()]
+        fio = [pid for pid in left if os.readlink(f"/proc/{pid}/exe").endswith("/fio")]
+        assert fio == [daemon.pid for daemon in lab.dir.live()], left  # the server alone
+        assert any(os.readlink(f"/proc/{pid}/exe").endswith("/sleep") for pid in left), left
         written = data.stat().st_size
         time.sleep(1.5)
         assert data.stat().st_size == written, "the killed client's job writes on"

@@ -615,7 +615,6 @@ def test_the_eta_counts_each_metadata_phase_and_a_deletes_uncapped_layout() -> N
     assert seconds["delete"] == pytest.approx(100_000 / ESTIMATE_OPS_PER_JOB_S + runtime + FIO_STARTUP_S)
 
 
-
 def test_a_write_checks_file_off_cephfs_keeps_its_filesystems_layout(tmp_path: Path) -> None:
     """Only a file on CephFS is laid out in small objects (`_the_write_checks_file_on_cephfs_has_small_objects`)."""
     from storbench.targets.local import check_path_target

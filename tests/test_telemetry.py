@@ -175,6 +175,42 @@ def test_a_link_slowed_midway_is_measured_against_its_rate_then() -> None:
     assert links.at("veth9", 1.5) is None
 
 
+def test_the_recorder_keeps_each_link_rate_a_fault_sets_and_a_rate_it_cannot_read_is_a_problem() -> None:
+    """The rates from before a repetition, then each change a fault makes (an unchanged one adds nothing); rates
+    that cannot be read after a fault are said with the telemetry, and the fault is not failed for it: the run
+    loop's `_fault` tells the recorder whatever the fault did, and its own outcome goes on."""
+    from storbench.orchestrate import _fault
+    from storbench.telemetry.recorder import TelemetryRecorder
+
+    recorder = TelemetryRecorder(TelemetryConfig(), [])
+    recorder.links_shaped({"sbh1a": 100})
+    recorder.links_shaped({"sbh1a": 100}, 5.0)
+
+    class Session:
+        def __init__(self) -> None:
+            self.rates = {"sbh1a": 10}
+
+        def fault(self, step: object, case: object, *, restore: bool) -> str:
+            if restore:
+                raise OSError("tc failed")
+            return "slowed"
+
+        def link_rates(self, case: object) -> dict[str, int]:
+            if not self.rates:
+                raise OSError("state file gone")
+            return self.rates
+
+    session = Session()
+    assert _fault(session, None, recorder, None, False) == "slowed"  # type: ignore[arg-type]
+    session.rates = {}
+    with pytest.raises(OSError, match="tc failed"):  # the fault's own error, not the rates'
+        _fault(session, None, recorder, None, True)  # type: ignore[arg-type]
+    assert [rates for _, rates in recorder.shaped_bits_per_s] == [{"sbh1a": 100}, {"sbh1a": 10}]
+    assert recorder.link_problems == ["link rates after a fault not read: state file gone"]
+    recorder.links_shaped({})  # the next repetition: its own rates and problems
+    assert recorder.shaped_bits_per_s == [(0.0, {})] and recorder.link_problems == []
+
+
 def test_a_veth_known_only_while_a_fault_shaped_it_has_no_mean_utilisation() -> None:
     """An unshaped lab's veth has no rate; a `slow` fault gives it one for a second: that second has a
     utilisation, and the repetition's mean has none (it would read as busy as the link was while slowed)."""

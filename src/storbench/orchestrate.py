@@ -260,9 +260,9 @@ def _checking_writer(config: PlanConfig, place: CheckPlace | None, writer: int) 
 def _fault(session: LabContext, case: Case, recorder: TelemetryRecorder | None, step: FaultStep, restore: bool) -> str:
     try:
         return session.fault(step, case, restore=restore)
-    finally:  # telemetry told of a link a fault shaped: its utilisation against the rate then
+    finally:  # telemetry told of a link a fault shaped (stamped once done): its utilisation against the rate then
         if recorder is not None:
-            recorder.links_shaped(session.link_rates(case), time.time())
+            recorder.links_shaped_by(lambda: session.link_rates(case), time.time())
 
 
 def _keeps(run: RunState, bring_up: str, groups: Sequence[tuple[LabPoint, Sequence[ScheduledRepetition]]],

@@ -253,8 +253,8 @@ def clear_seconds(case: Case) -> float:
     w = case.workload
     if w.ioengine != NFS_METADATA_ENGINE or w.rw not in ("delete", "metadata") or w.files is None:
         return 0.0
-    per_s = w.files / ESTIMATE_OPS_PER_JOB_S
-    return per_s + FIO_STARTUP_S if w.runtime_s < per_s else 0.0
+    every_file_s = w.files / ESTIMATE_OPS_PER_JOB_S
+    return every_file_s + FIO_STARTUP_S if w.runtime_s < every_file_s else 0.0
 
 
 def fio_seconds(case: Case) -> float:

@@ -63,14 +63,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
                         hint="loosen --where; `storbench show --run all` lists what is stored")
     check_sides(selection, baseline, candidate, args.db, [f"--where {w}" for w in args.where],
                 named="--" if args.baseline else "compare.")
+    # where the sides came from, said with the table (in its file too) or on the terminal; a file or a document says
+    # what was compared, not how to ask the command for more
+    document = args.format == "markdown" or (args.format == "table" and args.output not in ("", "-"))
+    advice = "--baseline and --candidate choose another"
+    asked = "" if args.baseline else asked_line(selection, baseline, candidate, "" if document else advice)
     comparisons = compare_sides(selection, baseline, candidate, force=args.force)
     if not comparisons:
+        if not args.baseline:  # which comparison the plan asked, before why it cannot be made
+            _console(stderr=True).print(asked_line(selection, baseline, candidate, advice), markup=False)
         refuse_no_common_point(selection, baseline, candidate)
     ran_in = _ran_in(comparisons)
-    # where the sides came from and what their design leaves in the change: with the table, in its file too
-    advice = "--baseline and --candidate choose another" if args.output in ("", "-") and args.format != "markdown" \
-        else ""  # a file, or a document, says what was compared, not how to ask the command for more
-    asked = "" if args.baseline else asked_line(selection, baseline, candidate, advice)
     note = sides_note(selection, ran_in, baseline, candidate)
     changed = {run: what for run, what in selection.design_changed.items() if run in ran_in}
     changed_lines = [design_changed_line(run, what) for run, what in sorted(changed.items())]

@@ -200,16 +200,19 @@ class HostsExecutor(StartsAtOnce):
                 ended = supervise(clients_command(self.fio_binary, pairs), cwd=work, timeout_s=timeout_s,
                                   term_grace_s=self.term_grace_s, stdout_reader=reader)
             except BaseException:  # killed as storbench stops: its jobs would run on in a lab kept up
-                if self.end_left_jobs is not None:
-                    with contextlib.suppress(Exception):  # what stops the run is said, not a failed clean-up
-                        self.end_left_jobs()
+                self._end_left_jobs()
                 raise
-            if self.end_left_jobs is not None and (ended.timed_out or (ended.returncode or 0) < 0):  # killed: theirs go
-                self.end_left_jobs()
+            if ended.timed_out or ended.returncode != 0:  # killed, or ended without a server: their jobs go too
+                self._end_left_jobs()
             logs = tuple((name, (work / name).read_text(errors="replace")[:MAX_LOG_CHARS])  # each server's, by name
                          for name in timeline_logs([entry.name for entry in work.iterdir()]))
             return ClientsProcessResult(**asdict(ended), output_text=reader.text(), stamped_lines=tuple(reader.lines),
                                         logs=logs)
+
+    def _end_left_jobs(self) -> None:
+        if self.end_left_jobs is not None:
+            with contextlib.suppress(Exception):  # a clean-up that fails loses neither the outcome nor why it stopped
+                self.end_left_jobs()
 
     def job_texts(self, case: Case, binding: JobBinding, rep_index: int) -> tuple[str, ...]:
         return client_jobs(case, binding, rep_index)

@@ -43,7 +43,7 @@ from storbench.lab.hosts_conf import (
 )
 from storbench.lab.lab_claim import claims_lab, frees_lab, frees_names, owns_names
 from storbench.lab.labdir import LabRoot, default_lab_dir, every_step, port_open, require_tools
-from storbench.lab.process import kill_all, pids_in_namespaces, pids_serving
+from storbench.lab.process import kill_all, pids_in_namespaces, pids_serving, program_and_parent
 from storbench.shell import run
 
 DEFAULT_LAB_DIR = default_lab_dir()
@@ -172,7 +172,7 @@ class HostsLab(LabRoot):
             _shape(index, rate_bits_per_s, delay_s)
         raw["link"] = wanted
         raw.pop("shaped_apart", None)
-        raw.pop("host_rates", None)  # every host at the lab's rate
+        raw.pop("host_bits_per_s", None)  # every host at the lab's rate
         self.state.write_text(json.dumps(raw))
         return True
 
@@ -196,12 +196,12 @@ class HostsLab(LabRoot):
         self.state.write_text(json.dumps(raw))
         _shape(index, rate_bits_per_s, delay_s)
         apart = set(raw["shaped_apart"]) - {index}
-        rates = {key: rate for key, rate in raw.get("host_rates", {}).items() if key != str(index)}
+        rates = {key: rate for key, rate in raw.get("host_bits_per_s", {}).items() if key != str(index)}
         if [rate_bits_per_s, delay_s] != raw.get("link", [None, None]):
             apart.add(index)
             rates[str(index)] = rate_bits_per_s  # its own rate (None: none), for telemetry (`link_rates`)
         raw["shaped_apart"] = sorted(apart)
-        raw["host_rates"] = rates
+        raw["host_bits_per_s"] = rates
         self.state.write_text(json.dumps(raw))
 
     def unsettled(self) -> tuple[list[int], list[int]]:
@@ -241,17 +241,24 @@ class HostsLab(LabRoot):
         except (OSError, ValueError):
             return {}
         rates = {str(i): raw.get("link", [None])[0] for i in range(1, info.count + 1)}
-        rates.update(raw.get("host_rates", {}))  # a host shaped apart (a `slow` fault): its own rate
+        rates.update(raw.get("host_bits_per_s", {}))  # a host shaped apart (a `slow` fault): its own rate
         return {lab_host(int(i)).host_veth: int(rate) for i, rate in rates.items() if rate is not None}
 
     def end_jobs(self) -> list[int]:
-        """Kill what runs in the lab's namespaces besides its servers: the jobs of a client that was killed (a fio
-        server hands a job's processes to init when its client goes, and they run on to their end, beside the next
-        repetition's). Only between repetitions: a job running now is one of them. The pids killed."""
+        """Kill the jobs of a client that was killed, left on the lab's servers (a fio server hands a job's
+        processes to init when its client goes, and they run on to their end, beside the next repetition's): in
+        each namespace, the processes of its server's program but the server itself, not storbench's own children
+        (a `tc` a fault runs there). A namespace whose server is not recorded is left alone (nothing there is known
+        to be a job). Only between repetitions: a job running now is one of them. The pids killed."""
         if self.info() is None:
             return []
         servers = {daemon.pid for daemon in self.dir.live()}
-        left = [pid for pid in pids_in_namespaces(_namespaces()) if pid not in servers]
+        left = []
+        for pids in pids_in_namespaces(_namespaces()).values():
+            seen = {pid: found for pid in pids if (found := program_and_parent(pid)) is not None}
+            programs = {seen[pid][0] for pid in pids if pid in servers and pid in seen}
+            left += [pid for pid, (program, parent) in seen.items()
+                     if pid not in servers and program in programs and parent != os.getpid()]
         kill_all(left)
         return left
 

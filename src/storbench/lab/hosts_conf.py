@@ -215,8 +215,10 @@ def link_commands(host: LabHost, rate_bits_per_s: int | None, delay_s: float | N
         return [(namespace, ["qdisc", "del", "dev", device, "root"]) for namespace, device in ends]
     if delay_s is None:
         assert rate_bits_per_s is not None
-        burst = max(rate_bits_per_s // 8 // 100, 96 * 1024)  # 10 ms of traffic, at least 96 KiB
-        shape = ["tbf", "rate", f"{rate_bits_per_s}bit", "burst", str(burst), "latency", "50ms"]
+        # 10 ms of traffic, and at least 96 KiB: more than the largest packet the bridge hands it (64 KiB with
+        # segmentation offload), which a smaller bucket drops at low rates
+        burst_bytes = max(rate_bits_per_s // 8 // 100, 96 * 1024)
+        shape = ["tbf", "rate", f"{rate_bits_per_s}bit", "burst", str(burst_bytes), "latency", "50ms"]
     else:
         shape = ["netem", "limit", "100000", "delay", f"{round(delay_s * 1e6)}us"]
         if rate_bits_per_s is not None:

@@ -70,21 +70,31 @@ def kill_all(pids: Sequence[int], *, timeout_s: float = 15) -> None:
         time.sleep(0.1)
 
 
-def pids_in_namespaces(names: Sequence[str], root: str = "/run/netns") -> list[int]:
-    """The processes in the named network namespaces ``names`` (under ``root``, where `ip netns` keeps them), from
-    /proc: one `ip netns pids` a namespace would cost a command per host."""
-    wanted = set()
+def pids_in_namespaces(names: Sequence[str], root: str = "/run/netns") -> dict[str, list[int]]:
+    """The processes in each named network namespace of ``names`` (under ``root``, where `ip netns` keeps them),
+    from /proc: one `ip netns pids` a namespace would cost a command per host."""
+    wanted: dict[tuple[int, int], str] = {}
     for name in names:
         with contextlib.suppress(OSError):
             found = os.stat(f"{root}/{name}")
-            wanted.add((found.st_dev, found.st_ino))
-    pids = []
+            wanted[(found.st_dev, found.st_ino)] = name
+    pids: dict[str, list[int]] = {name: [] for name in wanted.values()}
     for entry in process_dirs(others=True):
         with contextlib.suppress(OSError):
             network = (entry / "ns" / "net").stat()
-            if (network.st_dev, network.st_ino) in wanted:
-                pids.append(int(entry.name))
+            if (namespace := wanted.get((network.st_dev, network.st_ino))) is not None:
+                pids[namespace].append(int(entry.name))
     return pids
+
+
+def program_and_parent(pid: int) -> tuple[str, int] | None:
+    """The program a process runs (/proc/PID/exe) and its parent's pid; None when it is gone or not ours to see."""
+    try:
+        program = os.readlink(f"/proc/{pid}/exe")
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return program, parent
 
 
 def pids_serving(accept: Callable[[str], bool]) -> list[int]:

@@ -107,6 +107,11 @@ def _mean(telemetry: RepetitionTelemetry, series: TelemetrySeries | None) -> flo
     return None if series is None else window_mean(series, telemetry.window_start_s, telemetry.window_end_s)
 
 
+def _intervals(series: TelemetrySeries, start_s: float, end_s: float) -> set[tuple[float, float]]:
+    """The (start, end) of each of ``series``' samples that belong to the window."""
+    return {(series.starts_s[i], series.times_s[i]) for i in window_indices(series, start_s, end_s)}
+
+
 def _one(telemetry: RepetitionTelemetry, source: str, metric: str, entity: str | None = None) -> TelemetrySeries | None:
     found = telemetry.find(source, metric, entity)
     return found[0] if found else None
@@ -198,7 +203,7 @@ def digest(telemetry: RepetitionTelemetry) -> TelemetryDigest:
         link_util = _one(telemetry, "net", "util_pct", name)
         # a mean over the whole window or none: a veth whose rate is known only while a fault shaped it would read
         # as busy as it was then
-        whole = link_util is not None and len(in_window(link_util, start, end)) == len(in_window(rx, start, end))
+        whole = link_util is not None and _intervals(link_util, start, end) == _intervals(rx, start, end)
         interfaces.append(InterfaceDigest(
             name=name, rx_bytes_per_s=_mean(telemetry, rx) or 0.0,
             tx_bytes_per_s=_mean(telemetry, _one(telemetry, "net", "tx_bytes_per_s", name)) or 0.0,

@@ -271,26 +271,26 @@ def disk_series(snapshots: Sequence[ProcSnapshot]) -> list[TelemetrySeries]:
 
 @dataclass(frozen=True)
 class LinkRates:
-    """The links' rates in bits/s over a repetition: their own ``speeds`` (what the kernel says of a NIC), and the
-    rates a lab shaped interfaces to (a veth has no speed of its own), each from its moment (epoch seconds, in time
-    order; the first from before the repetition): a fault that slows one client's link changes them midway."""
+    """The links' rates over a repetition: their own (what the kernel says of a NIC), and the rates a lab shaped
+    interfaces to (a veth has no speed of its own), each from its moment (epoch seconds, in time order; the first
+    from before the repetition): a fault that slows one client's link changes them midway."""
 
-    speeds: Mapping[str, int]
-    shaped: tuple[tuple[float, Mapping[str, int]], ...] = ()
+    speeds_bits_per_s: Mapping[str, int]
+    shaped_bits_per_s: tuple[tuple[float, Mapping[str, int]], ...] = ()
 
     def at(self, name: str, t_s: float) -> int | None:
         """``name``'s rate at ``t_s``: as shaped then, else its own speed; None when neither is known."""
         shaped: Mapping[str, int] = {}
-        for from_s, rates in self.shaped:
+        for from_s, rates in self.shaped_bits_per_s:
             if from_s > t_s:
                 break
             shaped = rates
-        return shaped.get(name, self.speeds.get(name))
+        return shaped.get(name, self.speeds_bits_per_s.get(name))
 
     def mean_bits_per_s(self, name: str, begin_s: float, end_s: float) -> float | None:
         """``name``'s mean rate over [begin, end] (a change midway weighs by its time); None when it is not known
         for all of it (a veth shaped for part of it only)."""
-        moments = [begin_s, *(t for t, _ in self.shaped if begin_s < t < end_s), end_s]
+        moments = [begin_s, *sorted(t for t, _ in self.shaped_bits_per_s if begin_s < t < end_s), end_s]
         total = 0.0
         for start, stop in itertools.pairwise(moments):
             rate = self.at(name, start)

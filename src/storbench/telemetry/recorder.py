@@ -4,7 +4,7 @@ over the measured window, and hand everything to the pure assembly in ``collect`
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from storbench.config import TelemetryConfig
 from storbench.model import Case, RepetitionOutcome
@@ -35,20 +35,29 @@ class TelemetryRecorder:
         self.clock_ticks = clock_ticks_per_s()
         self.links = link_speeds_bits_per_s()
         # interfaces whose rate a lab set (a shaped veth), from each moment on: before the repetition, at a fault
-        self.shaped: list[tuple[float, dict[str, int]]] = []
+        self.shaped_bits_per_s: list[tuple[float, dict[str, int]]] = []
         self.queries = (queries_for(config.prometheus.queries, config.prometheus.builtin_queries)
                         if config.prometheus else [])
         self._sampler: Sampler | None = None
         self._beside: TelemetrySource | None = None
         self._cycles = CycleCounter(config.processes) if config.cycles else None
+        self.link_problems: list[str] = []
 
-    def links_shaped(self, rates: dict[str, int], at_s: float | None = None) -> None:
+    def links_shaped(self, rates_bits_per_s: dict[str, int], at_s: float | None = None) -> None:
         """The rates a lab has shaped interfaces to, from ``at_s`` (epoch seconds: a fault that changed them during
         the repetition; None: before it, from its start) until the next change."""
         if at_s is None:
-            self.shaped = [(0.0, rates)]
-        elif not self.shaped or self.shaped[-1][1] != rates:
-            self.shaped.append((at_s, rates))
+            self.shaped_bits_per_s, self.link_problems = [(0.0, rates_bits_per_s)], []
+        elif not self.shaped_bits_per_s or self.shaped_bits_per_s[-1][1] != rates_bits_per_s:
+            self.shaped_bits_per_s.append((at_s, rates_bits_per_s))
+
+    def links_shaped_by(self, read: Callable[[], dict[str, int]], at_s: float) -> None:
+        """`links_shaped` with the rates ``read()`` gives after a fault; one that cannot be read is a problem of
+        this repetition's telemetry, not of the fault (its intervals stay judged against the rates before)."""
+        try:
+            self.links_shaped(read(), at_s)
+        except Exception as exc:  # a lab's state file unreadable: said with the telemetry
+            self.link_problems.append(f"link rates after a fault not read: {exc}")
 
     def start(self, beside: TelemetrySource | None = None) -> None:
         """Start this host's sampler and ``beside`` (the executor's remote machines, `Executor.telemetry`)."""
@@ -97,4 +106,5 @@ class TelemetryRecorder:
                 remote.extend(queried)
                 problems.extend(failed)
         return repetition_telemetry(window, readings.proc, readings.ceph, remote, ceiling_iops, self.clock_ticks,
-                                    LinkRates(self.links, tuple(self.shaped)), problems)
+                                    LinkRates(self.links, tuple(sorted(self.shaped_bits_per_s, key=lambda c: c[0]))),
+                                    [*problems, *self.link_problems])
