@@ -71,7 +71,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
-def _stat_fields(pid: int | str) -> list[str]:
+def stat_fields(pid: int | str) -> list[str]:
     """/proc/PID/stat's fields from the third (state) on ([] when gone): the command name may hold ')'."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
@@ -85,7 +85,7 @@ def descendants(pid: int) -> list[tuple[int, str]]:
     session: killing the group alone leaves a job stuck in libnfs or librbd running, reparented to init."""
     children: dict[int, list[tuple[int, str]]] = {}
     for entry in process_dirs():
-        fields = _stat_fields(entry.name)
+        fields = stat_fields(entry.name)
         if len(fields) > 19 and fields[1].isdigit():
             children.setdefault(int(fields[1]), []).append((int(entry.name), fields[19]))
     found: list[tuple[int, str]] = []
@@ -149,7 +149,7 @@ class _Held:
 
 def _running(pid: int) -> bool:
     """Alive and not a zombie (a zombie's parent, init once it is reparented, reaps it)."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return bool(fields) and fields[0] != "Z"
 
 
@@ -165,7 +165,7 @@ def _held(processes: Sequence[tuple[int, str]]) -> list[_Held]:
         except OSError:  # no pidfds here
             held.append(_Held(pid, None))
             continue
-        fields = _stat_fields(pid)  # read after the pidfd: the same start time, the same process
+        fields = stat_fields(pid)  # read after the pidfd: the same start time, the same process
         if len(fields) > 19 and fields[19] == started:
             held.append(_Held(pid, pidfd))
         else:

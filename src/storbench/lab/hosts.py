@@ -233,14 +233,10 @@ class HostsLab(LabRoot):
     def link_rates(self) -> dict[str, int]:
         """The host-side interface of each host and the rate it is shaped to now, its own where a fault shaped it
         apart (for link utilisation: a veth has no speed of its own); hosts not shaped are left out."""
-        info = self.info()
-        if info is None:
+        raw = self.dir.read_state()  # once: it says the hosts and their rates
+        if raw is None:
             return {}
-        try:
-            raw = json.loads(self.state.read_text())
-        except (OSError, ValueError):
-            return {}
-        rates = {str(i): raw.get("link", [None])[0] for i in range(1, info.count + 1)}
+        rates = {str(i): raw.get("link", [None])[0] for i in range(1, raw["count"] + 1)}
         rates.update(raw.get("host_bits_per_s", {}))  # a host shaped apart (a `slow` fault): its own rate
         return {lab_host(int(i)).host_veth: int(rate) for i, rate in rates.items() if rate is not None}
 
@@ -256,7 +252,7 @@ class HostsLab(LabRoot):
         left = []
         for pids in pids_in_namespaces(_namespaces()).values():
             seen = {pid: found for pid in pids if (found := program_and_parent(pid)) is not None}
-            programs = {seen[pid][0] for pid in pids if pid in servers and pid in seen}
+            programs = {program for pid, (program, _) in seen.items() if pid in servers}
             left += [pid for pid, (program, parent) in seen.items()
                      if pid not in servers and program in programs and parent != os.getpid()]
         kill_all(left)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from storbench.execute.supervisor import process_dirs
+from storbench.execute.supervisor import process_dirs, stat_fields
 from storbench.shell import child_environment
 
 # Every daemon started, kept referenced: a Popen object dropped while its process runs is reaped by the next
@@ -91,10 +91,10 @@ def program_and_parent(pid: int) -> tuple[str, int] | None:
     """The program a process runs (/proc/PID/exe) and its parent's pid; None when it is gone or not ours to see."""
     try:
         program = os.readlink(f"/proc/{pid}/exe")
-        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+    except OSError:
         return None
-    return program, parent
+    fields = stat_fields(pid)  # from the state on: the parent's pid next
+    return (program, int(fields[1])) if len(fields) > 1 else None
 
 
 def pids_serving(accept: Callable[[str], bool]) -> list[int]:
