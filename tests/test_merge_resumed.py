@@ -247,6 +247,23 @@ def test_in_a_store_machines_share_a_resume_continues_this_machines_run_never_an
         store.close()
 
 
+def _lease_freed(db: Path | str, run_id: int, within_s: float = 10.0) -> None:
+    """Wait until no process holds run ``run_id``'s lease: a killed holder's PostgreSQL session ends when its server
+    notices the connection gone, a moment after the process (a busy CI runner's resume had come first once)."""
+    import time
+
+    deadline = time.monotonic() + within_s
+    while True:
+        store = open_store(db)
+        try:
+            if not store.leases.held_elsewhere(run_id):
+                return
+        finally:
+            store.close()
+        assert time.monotonic() < deadline, f"run {run_id}'s lease still held {within_s:g} s after its holder ended"
+        time.sleep(0.1)
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_a_run_another_storbench_is_running_is_not_resumed_until_it_ends(
         kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
@@ -286,6 +303,7 @@ def test_a_run_another_storbench_is_running_is_not_resumed_until_it_ends(
     finally:
         holder.kill()  # ended without a word: its lease goes with it
         holder.wait()
+    _lease_freed(db, 1)
     _session(db, data, "[4k]", FakeExecutor(lambda call: Replay(OUTPUT)), resume=True)
     store = open_store(db)
     try:
