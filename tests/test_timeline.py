@@ -154,6 +154,28 @@ def test_a_run_that_never_recovers_says_so() -> None:
     assert late.recovery is Recovery.UNTOLD and late.recovery_s is None and late.end_pct is None
 
 
+def test_the_recovery_test_reads_no_second_from_before_the_undoing() -> None:
+    """A link slowed to 20 % from 10 s and restored, its I/O back at once: the test reads only the seconds after the
+    undoing. Restored at 27 s of 30 s, the last third had read three slowed seconds with three back ones ("not
+    recovered, 60 %"): 3 s after the undoing are too short to tell. Restored at 33 s of 40 s, the last 10 s had read
+    "not recovered, 76 %": the 7 s after it are back. A fault without an undoing is read as before."""
+    for seed in range(5):
+        late = failover([synthetic(lambda t: 200 if 10 <= t < 27 else 1000, 30, seed=seed)], WINDOW, at(10), at(0),
+                        at(30), restore_ms=at(27))
+        assert late.recovery is Recovery.UNTOLD and late.end_pct is None, seed
+        assert late.degraded_pct is None and late.recovery_s is None
+        back = failover([synthetic(lambda t: 200 if 10 <= t < 33 else 1000, 40, seed=seed)], WINDOW, at(10), at(0),
+                        at(40), restore_ms=at(33))
+        assert back.recovery is Recovery.RECOVERED and back.end_pct == pytest.approx(100, abs=5), seed
+        assert back.recovery_s == pytest.approx(23.0, abs=0.3) and back.degraded_pct == pytest.approx(20, abs=2)
+        # the same through a later action given as data (a second fault's undoing), not the first's restore
+        other = failover([synthetic(lambda t: 200 if 10 <= t < 33 else 1000, 40, seed=seed)], WINDOW, at(10), at(0),
+                         at(40), actions_ms=(at(10), at(33)))
+        assert other.recovery is Recovery.RECOVERED and other.end_pct == back.end_pct
+    never = failover([synthetic(lambda t: 200 if t >= 10 else 1000, 30)], WINDOW, at(10), at(0), at(30))
+    assert never.recovery is Recovery.NOT_RECOVERED and never.end_pct == pytest.approx(20, abs=2)
+
+
 def test_eighty_five_percent_is_not_called_recovered() -> None:
     """A 15 % loss is outside the +-10 % margin: never 'recovered', whatever the noise (seeds)."""
     for seed in range(20):
@@ -463,6 +485,29 @@ def test_a_repetitions_second_fault_bounds_the_first_ones_stalls() -> None:
     found = repetition_failover(repetition)
     assert found.fault is faults[0] and found.figures is not None
     assert found.figures.blackout_s == pytest.approx(0.5, abs=0.11)
+
+
+def test_a_later_faults_undoing_bounds_where_the_recovery_test_reads() -> None:
+    """osd.0 killed at 10 s, osd.1 at 30 s (the I/O at half from there) and osd.1 started again at 57 s of 60: the
+    recovery test reads no second before that undoing, so 3 s are too short to tell; it had read 13 s at half and
+    3 back ("not recovered")."""
+    from storbench.model import Case, PathTarget, Status, StoredRepetition, WorkloadPoint
+    from storbench.model.fault_record import FaultRecord
+    from storbench.stats.failover_points import repetition_failover
+
+    workload = WorkloadPoint(rw="randwrite", bs_bytes=4096, iodepth=1, numjobs=1, runtime_s=60, ramp_s=0,
+                             direct=True, ioengine="libaio", size_bytes=1 << 20, timeline_window_ms=WINDOW)
+    case = Case(case_id="c", target=PathTarget(name="t", path="/x", size_bytes=1 << 20), workload=workload)
+    rows = "\n".join(f"{r.t_ms}, {r.value}, 1, 0" for r in synthetic(
+        lambda t: 0 if 10 <= t < 10.5 else (500 if 30 <= t < 57 else 1000), 60).iops)
+    faults = (FaultRecord("kill", "osd.0", False, at(10) / 1000), FaultRecord("kill", "osd.1", False, at(30) / 1000),
+              FaultRecord("kill", "osd.1", True, at(57) / 1000))
+    repetition = StoredRepetition(repetition_id=1, run_id=1, case=case, rep_index=0, status=Status.OK,
+                                  started_at_s=T0 / 1000, finished_at_s=T0 / 1000 + 60, fio_version="fio-3.33",
+                                  error="", clients=(), faults=faults, logs=(("timeline_iops.1.log", rows),))
+    found = repetition_failover(repetition)
+    assert found.fault is faults[0] and found.restore is None and found.figures is not None
+    assert found.figures.recovery is Recovery.UNTOLD and found.figures.end_pct is None
 
 
 def test_a_failed_undoing_is_said_and_the_figures_read_as_never_undone() -> None:

@@ -21,7 +21,7 @@ from storbench.stats.failover_points import (
     repetition_failover,
     run_length_s,
 )
-from storbench.stats.timeline import merged_iops
+from storbench.stats.timeline import HOLD_BLOCKS, merged_iops
 from storbench.stats.write_checks import PointWriteCheck
 from storbench.units import format_latency_ns
 
@@ -195,6 +195,11 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
     elif point.not_recovered:
         left = f", left at {_figure(point.left_pct, ' %', 0)}" if point.left_pct is not None else ""
         parts.append(f"shown below {level} to the end in {point.not_recovered} of {n}{left}")
+    elif point.too_short:
+        parts.append(f"back to at least 90 % of {level} in {point.recovered} of {n}, too short to tell in "
+                     f"{point.too_short} (fewer than {HOLD_BLOCKS} s of the run after the stall and the last fault "
+                     "action, or than 2 s before the fault)"
+                     + (", the rest undecided" if point.undecided > point.too_short else ""))
     else:
         parts.append(f"back to at least 90 % of {level} in {point.recovered} of {n}, the rest undecided")
     if point.cluster_disturbed and point.cluster_clean_s is not None:  # the repetitions whose PGs were clean again

@@ -98,7 +98,8 @@ def repetition_failover(repetition: StoredRepetition) -> RepetitionFailover:
                             round(restore.at_s * 1000) if restore is not None else None,
                             too_late=TOO_LATE if ran_s == repetition.case.workload.runtime_s
                             else done_before(repetition, ran_s),
-                            next_fault_ms=round(min(later) * 1000) if later else None)
+                            next_fault_ms=round(min(later) * 1000) if later else None,
+                            actions_ms=tuple(round(f.at_s * 1000) for f in repetition.faults if not f.error))
     if isinstance(figures, str):
         return RepetitionFailover(repetition.repetition_id, repetition.rep_index, fault, restore, None, figures)
     cluster_log = next((text for name, text in repetition.logs if name == LOG_NAME), None)
@@ -162,8 +163,8 @@ def too_early(gap_s: float) -> str:
 
 
 def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, fault_ms: int,
-                  restore_ms: int | None = None, too_late: str = TOO_LATE, next_fault_ms: int | None = None
-                  ) -> Failover | str:
+                  restore_ms: int | None = None, too_late: str = TOO_LATE, next_fault_ms: int | None = None,
+                  actions_ms: Sequence[int] = ()) -> Failover | str:
     """The failover figures of clients' logs (each with at least one row) of a run of ``runtime_s``: its measured
     section, and each client's own end by the same rule (a client whose log ends a little before another's did not
     stall at the end). Why there are none instead: a fault within END_SLACK_MS of the planned end (there the logs
@@ -176,7 +177,7 @@ def logs_failover(logs: Sequence[ClientLog], window_ms: int, runtime_s: float, f
     if fault_ms < start_ms:
         return too_early((min(row.t_ms for log in logs for row in log.iops) - fault_ms) / 1000)
     ends = {log.client: measured_section([log], window_ms, runtime_s, fault_ms, start_ms)[1] for log in logs}
-    return failover(logs, window_ms, fault_ms, start_ms, end_ms, restore_ms, ends, next_fault_ms)
+    return failover(logs, window_ms, fault_ms, start_ms, end_ms, restore_ms, ends, next_fault_ms, actions_ms)
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,8 @@ class PointFailover:
     # repetitions with the fault that failed (fio's error, the watchdog): none of the figures, said beside them
     failed: int = 0
     failed_error: str = ""  # the first one's error
+    too_short: int = 0  # of ``undecided``, those too short to tell (fewer than HOLD_BLOCKS s after the stall and the
+    # last fault action, or no level before the fault)
 
     @property
     def measured(self) -> int:
@@ -308,6 +311,7 @@ def point_failovers(repetitions: Sequence[StoredRepetition]) -> list[PointFailov
             longest_io_ns=_estimate([f.longest_io_ns for f in figures]),
             recovered=states.count(Recovery.RECOVERED), not_recovered=states.count(Recovery.NOT_RECOVERED),
             undecided=sum(1 for s in states if s in (Recovery.UNDECIDED, Recovery.UNTOLD)),
+            too_short=states.count(Recovery.UNTOLD),
             client_blackouts_s=_per_client(figures),
             cluster_clean_s=_estimate([c.clean_after_s for c in clusters]),
             cluster_disturbed=sum(1 for c in clusters if c.disturbed),

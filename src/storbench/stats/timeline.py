@@ -20,8 +20,9 @@ on the wall clock, read against the moment of the fault.
   lowest of as many windows just before the fault (all of them, when fewer), as % of the same level: how low the
   windows go with no fault at all (the lowest of fifty noisy windows is far below their mean: a fault that did
   nothing still "dips"), so a dip is evidence of the fault only well below it;
-- **recovered** is one test per repetition, on the last third of the run after the stall (at least HOLD_BLOCKS
-  one-second blocks), fixed before looking: the 90 % interval of
+- **recovered** is one test per repetition, on the last third of the run after the stall and after the last fault
+  action in it (an undoing: blocks from both sides of it are of two levels) (at least HOLD_BLOCKS one-second
+  blocks), fixed before looking: the 90 % interval of
   their mean's ratio to the level before the fault (Welch on the blocks' means, log scale, as `stats.trend`
   judges "flat") starting at or above 1 - RECOVERY_MARGIN (a one-sided 5 % test that it is not more than 10 %
   down; a level above the one before is recovered too: a restarted server may serve faster); "not recovered"
@@ -233,7 +234,7 @@ def recovery_index(windows: Sequence[float], start: int, per_block: int, level: 
 
 def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: int, to_ms: int,
              restore_ms: int | None = None, client_ends_ms: Mapping[str, int] | None = None,
-             next_fault_ms: int | None = None) -> Failover:
+             next_fault_ms: int | None = None, actions_ms: Sequence[int] = ()) -> Failover:
     """The failover figures of one repetition whose fault happened at ``fault_ms`` (and was undone at
     ``restore_ms``, when it was within the run), measured from ``from_ms`` to ``to_ms`` (all epoch ms, the clients'
     clocks taken as one). ``client_ends_ms``: where each client's own measured section ends (its last row, when its
@@ -242,7 +243,10 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     start to the first one's end), so that the start and end of a run are no drop. The recovery is judged after the
     later of the two stalls. ``next_fault_ms``: when the repetition's next fault was done; a stall that begins from
     then is that fault's, not this one's (nor its undoing's, when the undoing came later still: then none is read).
-    The first completion after the fault ends the first stall beyond chance, which need not be the longest."""
+    The first completion after the fault ends the first stall beyond chance, which need not be the longest.
+    ``actions_ms``: when the repetition's other fault actions were done (faults and undoings; the undoing at
+    ``restore_ms`` and the next fault count anyway): the recovery test reads no block from before the last of them
+    in the run."""
     ends = {log.client: min(to_ms, (client_ends_ms or {}).get(log.client, to_ms)) for log in logs}
     everyone = sorted({t for log in logs for t in completion_times(log.iops) if from_ms < t <= to_ms})
     undone = restore_ms if restore_ms is not None and restore_ms < to_ms else None
@@ -291,7 +295,13 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     last_end = max((s.end_ms for s in (None if chance else stall, None if again_chance else again) if s is not None),
                    default=None)
     after_stall = fault_index if last_end is None else max(fault_index, -(-(last_end - common_from) // window_ms))
-    after = _blocks(windows[after_stall:], per_block)
+    # the test reads what the I/O was left at after the last fault action in the run: blocks from before and after
+    # an undoing are of two levels (a link slowed until 7 s of a 10 s run, its I/O back at once, read "not
+    # recovered, 81 %"); too few seconds after it is too short to tell
+    last_action = max((t for t in (restore_ms, next_fault_ms, *actions_ms) if t is not None and t < to_ms),
+                      default=None)
+    test_from = after_stall if last_action is None else max(after_stall, -(-(last_action - common_from) // window_ms))
+    after = _blocks(windows[test_from:], per_block)
     final = after[-max(HOLD_BLOCKS, math.floor(FINAL_SHARE * len(after))):]
     gone = any(s is not None and s.open for s in (stall, again))  # no I/O after it to the end
     if gone:
