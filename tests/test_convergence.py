@@ -453,6 +453,18 @@ def test_compare_and_the_report_take_the_comparison_the_plan_names_when_given_no
         assert code == 0 and (out, err) == ("", ""), out + err
         assert text.startswith("the comparison the plan of run 1 asks (compare: baseline pool_size=2, candidate "
                                "pool_size=3)") and "choose another" not in text, text[:300]
+    # sides that share no point: the plan's comparison is said first, then why it cannot be made
+    apart = tmp_path / "apart.db"
+    store_observations(apart, [replace(o, case=replace(o.case, workload=replace(o.case.workload, iodepth=8)))
+                               if o.case.lab.ceph is not None and o.case.lab.ceph.pool_size == 3 else o
+                               for o in _with_latency(_rounds(0.7, 4))],
+                       FIXED + "compare: {baseline: pool_size=2, candidate: pool_size=3}\n", plan_name="replica-fixed")
+    code, out, err = run_cli(capsys, "compare", "--db", str(apart))
+    said = " ".join(err.split())
+    assert (code, out) == (2, ""), out
+    assert said.startswith("the comparison the plan of run 1 asks (compare: baseline pool_size=2, candidate "
+                           "pool_size=3); --baseline and --candidate choose another storbench: error: no point in "
+                           "common: the sides differ in iodepth (16 vs 8)"), said
     code, out, err = run_cli(capsys, "compare", "--db", str(db), "--candidate", "pool_size=3")
     assert (code, out) == (2, "") and err.strip() == ("storbench: error: --baseline and --candidate go together "
                                                       "(hint: give both, or neither for the compare: of the latest "
