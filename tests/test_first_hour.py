@@ -26,6 +26,30 @@ def test_plan_counts_in_words_and_takes_db_like_every_command(tmp_path: Path,
     assert not db.exists()  # plan reads and writes no database
 
 
+def test_plan_says_where_an_iodepth_never_reaches_the_storage(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A sweep of iodepth with psync, or with libaio and direct: false, measures iodepth 1 at every depth (fio caps a
+    sync engine's queue depth at 1; Linux submits buffered libaio one I/O at a time): `plan` says so, once a
+    case kind; libaio with direct I/O, and iodepth 1, are said nothing of."""
+    body = ONE.replace("workload: {rw: randread, runtime: 1s}",
+                       "workload: {rw: randread, runtime: 1s, iodepth: [1, 8, 32], ioengine: [psync, libaio, sync]}")
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, body)))
+    said = " ".join(out.split())
+    assert code == 0, err
+    assert "⚠ iodepth 8, 32 with ioengine psync: a sync engine keeps one I/O a job in flight (fio caps its queue " \
+        "depth at 1), so those cases measure what iodepth 1 does; numjobs or clients add load, or use libaio or " \
+        "io_uring" in said, said
+    assert "⚠ iodepth 8, 32 with ioengine sync:" in said and "with ioengine libaio" not in said
+    assert "buffered" not in said
+    buffered = body.replace("ioengine: [psync, libaio, sync]", "ioengine: libaio, direct: [true, false]")
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, buffered)))
+    said = " ".join(out.split())
+    assert code == 0 and said.count("⚠") == 1, said
+    assert "⚠ iodepth 8, 32 with libaio and direct: false: Linux submits buffered libaio one I/O at a time" in said
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, ONE)))
+    assert code == 0 and "⚠" not in out, out
+
+
 def test_export_says_its_formats_and_default(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "export", "--help")  # main turns argparse's exit into a status
     assert code == 0 and "json (default), csv, markdown or parquet" in " ".join(out.split()), out

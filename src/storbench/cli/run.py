@@ -52,10 +52,10 @@ def _duration(text: str) -> float:
 def _summary(loaded: LoadedPlan, cases: Sequence[Case], checked: Checked) -> list[str]:
     """The plan's size, ETA and designs; for repetitions that stop when decided, the ETA of their most."""
     from storbench.config import RepeatConfig, repeat_bounds
-    from storbench.report.plan_tables import plan_summary_lines
+    from storbench.report.plan_tables import depth_notes, plan_summary_lines
     least, most = repeat_bounds(loaded.config)
     lines = plan_summary_lines(_estimate(loaded, cases, most), most, checked.capabilities.version,
-                               checked.capabilities.binary)
+                               checked.capabilities.binary) + depth_notes(cases)
     repeat = loaded.config.repeat
     if isinstance(repeat, RepeatConfig):
         what = f"{loaded.config.compare.baseline} vs {loaded.config.compare.candidate} decided" if (

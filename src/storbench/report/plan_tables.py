@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
+from storbench.fio.allowlist import SYNC_ENGINES
 from storbench.model import Case, is_metadata, is_volume_operation
 from storbench.report.tables import plain_cell
 from storbench.schedule import PlanEstimate
@@ -88,3 +89,31 @@ def plan_summary_lines(estimate: PlanEstimate, repeat: int, fio_version: str, fi
         lines.append(f"DESTRUCTIVE: {estimate.destructive_cases} cases write to raw block devices")
     lines += [f"lab design: {design}" for design in estimate.lab_designs]
     return lines
+
+
+def depth_notes(cases: Sequence[Case]) -> list[str]:
+    """Cases whose iodepth never reaches the storage, said while the plan is cheap to change: a sync engine (fio
+    caps its queue depth at 1) and libaio without direct (Linux submits buffered libaio one I/O at a time). Their
+    points measure what iodepth 1 does, and a sweep of iodepth reads flat for that reason alone."""
+    sync: dict[str, set[int]] = {}
+    buffered: set[int] = set()
+    for case in cases:
+        w = case.workload
+        if w.iodepth <= 1 or is_metadata(w.rw) or is_volume_operation(w.rw):
+            continue
+        if w.ioengine in SYNC_ENGINES:
+            sync.setdefault(w.ioengine, set()).add(w.iodepth)
+        elif w.ioengine == "libaio" and not w.direct:
+            buffered.add(w.iodepth)
+    lines = [f"⚠ iodepth {_depths(depths)} with ioengine {engine}: a sync engine keeps one I/O a job in flight (fio "
+             "caps its queue depth at 1), so those cases measure what iodepth 1 does; numjobs or clients add load, "
+             "or use libaio or io_uring" for engine, depths in sorted(sync.items())]
+    if buffered:
+        lines.append(f"⚠ iodepth {_depths(buffered)} with libaio and direct: false: Linux submits buffered libaio "
+                     "one I/O at a time, so those cases measure what iodepth 1 does; set direct: true, or use "
+                     "io_uring")
+    return lines
+
+
+def _depths(depths: set[int]) -> str:
+    return ", ".join(str(d) for d in sorted(depths))
