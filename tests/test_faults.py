@@ -485,13 +485,18 @@ def test_the_failover_verdict_counts_the_repetitions_a_stall_happened_in() -> No
     assert "1 more repetition with the fault failed, left out of these figures (fio timed out after 95 s)" in said_back
     assert "that ended" not in failover_verdict(point([1.0, 1.1], recovered=2, not_recovered=0), None, "x")
     # a repetition too short to tell after the undoing is said so, not lumped with the undecided
+    why = "(fewer than 5 s of the run after the stall and the last fault action, or than 2 s of I/O before the fault)"
     short = failover_verdict(point([1.0, 1.1], recovered=1, not_recovered=0, undecided=1, too_short=1), None, "x")
-    assert "back to at least 90 % of the level before in 1 of 2, too short to tell in 1 (fewer than 5 s of the run " \
-        "after the stall and the last fault action, or than 2 s before the fault)" in short, short
+    assert f"back to at least 90 % of the level before in 1 of 2, too short to tell in 1 {why}" in short, short
     both = failover_verdict(point([1.0, 1.1, 1.0], recovered=1, not_recovered=0, undecided=2, too_short=1), None, "x")
-    assert "before the fault), the rest undecided" in both, both
+    assert f"too short to tell in 1 {why}, the rest undecided" in both, both
     assert "the rest undecided" in failover_verdict(point([1.0, 1.1], recovered=1, not_recovered=0, undecided=1),
                                                     None, "x")
+    every = failover_verdict(point([1.0, 1.1], recovered=0, not_recovered=0, undecided=2, too_short=2), None, "x")
+    assert f"; whether it came back too short to tell in every repetition {why}" in every, every
+    below = failover_verdict(point([1.0, 1.1, 1.2], recovered=0, not_recovered=2, undecided=1, too_short=1), None, "x")
+    assert f"shown below the level before to the end in 2 of 3, left at 92 % [87, 97]; too short to tell in 1 {why}" \
+        in below, below
     # never back in 2 of 3: the blackout there is a lower bound, the first I/O is of the one that came back
     gone = point([20.0, 20.0, 3.0], first=[None, None, 3.0])
     assert "I/O stopped for 14.3 s [" in failover_verdict(gone, None, "x")

@@ -32,7 +32,8 @@ def test_plan_says_where_an_iodepth_never_reaches_the_storage(tmp_path: Path,
     sync engine's queue depth at 1; Linux submits buffered libaio one I/O at a time): `plan` says so, once a
     case kind; libaio with direct I/O, and iodepth 1, are said nothing of."""
     body = ONE.replace("workload: {rw: randread, runtime: 1s}",
-                       "workload: {rw: randread, runtime: 1s, iodepth: [1, 8, 32], ioengine: [psync, libaio, sync]}")
+                       "workload: {rw: randread, runtime: 1s, iodepth: [1, 8, 32], "
+                       "ioengine: [psync, libaio, sync, vsync]}")
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, body)))
     said = " ".join(out.split())
     assert code == 0, err
@@ -40,8 +41,9 @@ def test_plan_says_where_an_iodepth_never_reaches_the_storage(tmp_path: Path,
         "depth at 1), so those cases measure what iodepth 1 does; numjobs or clients add load, or use libaio or " \
         "io_uring" in said, said
     assert "⚠ iodepth 8, 32 with ioengine sync:" in said and "with ioengine libaio" not in said
+    assert "with ioengine vsync" not in said  # it queues iodepth I/Os, merging adjacent ones into one call
     assert "buffered" not in said
-    buffered = body.replace("ioengine: [psync, libaio, sync]", "ioengine: libaio, direct: [true, false]")
+    buffered = body.replace("ioengine: [psync, libaio, sync, vsync]", "ioengine: libaio, direct: [true, false]")
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, buffered)))
     said = " ".join(out.split())
     assert code == 0 and said.count("⚠") == 1, said

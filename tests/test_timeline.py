@@ -174,6 +174,12 @@ def test_the_recovery_test_reads_no_second_from_before_the_undoing() -> None:
         assert other.recovery is Recovery.RECOVERED and other.end_pct == back.end_pct
     never = failover([synthetic(lambda t: 200 if t >= 10 else 1000, 30)], WINDOW, at(10), at(0), at(30))
     assert never.recovery is Recovery.NOT_RECOVERED and never.end_pct == pytest.approx(20, abs=2)
+    # the fault itself is no later action: off the windows' grid, given among the actions (as a stored repetition
+    # gives every action), it reads exactly as with none (it had moved the test a window on and re-cut its blocks)
+    for seed in range(20):
+        log = synthetic(lambda t: 900 if t >= 10 else 1000, 40, cv=0.10, seed=seed)
+        assert failover([log], WINDOW, at(10.037), at(0), at(40), actions_ms=(at(10.037),)) == failover(
+            [log], WINDOW, at(10.037), at(0), at(40)), seed
 
 
 def test_eighty_five_percent_is_not_called_recovered() -> None:

@@ -21,7 +21,7 @@ from storbench.stats.failover_points import (
     repetition_failover,
     run_length_s,
 )
-from storbench.stats.timeline import HOLD_BLOCKS, merged_iops
+from storbench.stats.timeline import HOLD_BLOCKS, LEVEL_BLOCKS, merged_iops
 from storbench.stats.write_checks import PointWriteCheck
 from storbench.units import format_latency_ns
 
@@ -189,16 +189,20 @@ def failover_verdict(point: PointFailover, check: PointWriteCheck | None, label:
         parts.append(f"then {_figure(point.degraded_pct, ' %', 0)} of {level} until it was back"
                      f"{_in_some(point.degraded_pct, n)}")
         level = "it"
+    short = (f"too short to tell in {'every repetition' if point.too_short == n else point.too_short} (fewer than "
+             f"{HOLD_BLOCKS} s of the run after the stall and the last fault action, or than {LEVEL_BLOCKS} s of I/O "
+             "before the fault)") if point.too_short else ""
     if point.recovered == n:
         parts.append(f"back to at least 90 % of {level} in every repetition"
                      + (" that ended" if point.failed else ""))
     elif point.not_recovered:
         left = f", left at {_figure(point.left_pct, ' %', 0)}" if point.left_pct is not None else ""
-        parts.append(f"shown below {level} to the end in {point.not_recovered} of {n}{left}")
+        parts.append(f"shown below {level} to the end in {point.not_recovered} of {n}{left}"
+                     + (f"; {short}" if short else ""))
+    elif point.too_short == n:
+        parts.append(f"whether it came back {short}")
     elif point.too_short:
-        parts.append(f"back to at least 90 % of {level} in {point.recovered} of {n}, too short to tell in "
-                     f"{point.too_short} (fewer than {HOLD_BLOCKS} s of the run after the stall and the last fault "
-                     "action, or than 2 s before the fault)"
+        parts.append(f"back to at least 90 % of {level} in {point.recovered} of {n}, {short}"
                      + (", the rest undecided" if point.undecided > point.too_short else ""))
     else:
         parts.append(f"back to at least 90 % of {level} in {point.recovered} of {n}, the rest undecided")

@@ -54,6 +54,7 @@ from storbench.stats.estimate import estimate, ratio_interval
 
 BLOCK_MS = 1000  # the sample unit of a level: one second of windows
 HOLD_BLOCKS = 5  # recovered: this many blocks in a row shown equal to the level before the fault
+LEVEL_BLOCKS = 2  # the level before the fault: at least this many blocks (seconds)
 RECOVERY_MARGIN = 0.10  # "back": the ratio's 90 % interval at or above -10 %
 RECOVERY_CONFIDENCE = 0.90  # two one-sided 5 % tests, as "flat" along a curve
 FINAL_SHARE = 1 / 3  # the test reads the last third of the run after the stall (at least HOLD_BLOCKS seconds)
@@ -204,7 +205,8 @@ class Recovery(StrEnum):
     RECOVERED = "recovered"  # the end of the run shown at most the margin below the level before the fault
     NOT_RECOVERED = "not recovered"  # shown below it (one-sided 5 %)
     UNDECIDED = "undecided"  # neither: noisier than the margin lets the blocks show
-    UNTOLD = "too short to tell"  # fewer than HOLD_BLOCKS seconds after the stall, or no level before the fault
+    # fewer than HOLD_BLOCKS seconds after the stall and the last fault action, or no level before the fault
+    UNTOLD = "too short to tell"
 
 
 def judge_recovery(before: Sequence[float], final: Sequence[float]) -> Recovery:
@@ -290,16 +292,17 @@ def failover(logs: Sequence[ClientLog], window_ms: int, fault_ms: int, from_ms: 
     per_block = max(1, round(BLOCK_MS / window_ms))
     fault_index = max(0, min(len(windows), (fault_ms - common_from) // window_ms))
     before = _blocks(windows[:fault_index], per_block)
-    level = sum(before) / len(before) if len(before) >= 2 else None
+    level = sum(before) / len(before) if len(before) >= LEVEL_BLOCKS else None
     # the level after the fault is read from the end of its stall (one within chance is no stall of the fault's)
     last_end = max((s.end_ms for s in (None if chance else stall, None if again_chance else again) if s is not None),
                    default=None)
     after_stall = fault_index if last_end is None else max(fault_index, -(-(last_end - common_from) // window_ms))
     # the test reads what the I/O was left at after the last fault action in the run: blocks from before and after
-    # an undoing are of two levels (a link slowed until 7 s of a 10 s run, its I/O back at once, read "not
-    # recovered, 81 %"); too few seconds after it is too short to tell
-    last_action = max((t for t in (restore_ms, next_fault_ms, *actions_ms) if t is not None and t < to_ms),
-                      default=None)
+    # an undoing are of two levels (one of two clients' links slowed until 7 s of a 10 s run, its I/O back at once,
+    # read "not recovered, 81 %"); too few seconds after it is too short to tell. The fault itself is no such action:
+    # from it, the test read as it always had
+    last_action = max((t for t in (restore_ms, next_fault_ms, *actions_ms)
+                       if t is not None and fault_ms < t < to_ms), default=None)
     test_from = after_stall if last_action is None else max(after_stall, -(-(last_action - common_from) // window_ms))
     after = _blocks(windows[test_from:], per_block)
     final = after[-max(HOLD_BLOCKS, math.floor(FINAL_SHARE * len(after))):]
