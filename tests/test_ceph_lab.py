@@ -138,8 +138,8 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
     code, out, _ = run_cli(capsys, "compare", "--db", str(db), "--baseline", "pool_size=2", "--candidate",
                            "pool_size=3")
     flat = " ".join(out.split())
-    assert "cost at rbd randwrite 4k qd16 (its intervals' error rate shared among its " in flat, out
-    assert "ceph-osd CPU per I/O" in flat
+    assert "CPU cost per I/O, baseline vs candidate" in flat and "ceph-osd CPU per I/O (µs)" in flat, out
+    assert "a point's intervals share its error rate among its " in flat, out
     code, out, err = run_cli(capsys, "show", "--db", str(db), "--cost")
     assert code == 0 and "ceph-osd" in out and "IOPS/osd core" in " ".join(out.split()), out + err
 

@@ -99,19 +99,34 @@ def test_a_points_cost_has_an_interval_over_its_repetitions_and_shows_in_a_table
 
 
 def test_compare_says_what_a_setting_did_to_the_cost_of_an_io_with_its_interval() -> None:
-    from storbench.report.cost import cost_lines
+    from rich.console import Console
+
+    from storbench.report.cost_compare import cost_change_markdown, cost_change_table, cost_changes
+    from storbench.stats.compare_cells import Verdict
 
     seen = [*_osd_reps("r2", 2, [1.9, 2.0, 2.1]), *_osd_reps("r3", 3, [2.9, 3.0, 3.1])]
     comparisons = compare_observations(seen, parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
-    (line,) = cost_lines(comparisons)
-    assert line.startswith("cost at rbd randwrite 4k qd")
-    assert "ceph-osd CPU per I/O 200 µs -> 300 µs, +50.0% [" in line and "▼" in line.split("ceph-osd")[1]
+    (point,) = cost_changes(comparisons)
+    assert point.point.startswith("rbd randwrite 4k qd")
+    osd = {c.figure: c for c in point.changes}["ceph-osd CPU per I/O (µs)"]
+    assert (osd.baseline, osd.candidate) == ("200", "300") and osd.change.startswith("+50.0% [")
+    assert osd.verdict is Verdict.WORSE and "▼" in osd.change
     cell = comparisons[0].cell("osd_cpu_us_per_io")
     assert cell is not None and not cell.gated  # descriptive: never a regression gate's cell
+    # a row per figure, the point named once, in the terminal's table and in Markdown
+    console = Console(record=True, width=200)
+    console.print(cost_change_table([point]))
+    text = console.export_text()
+    row = next(line for line in text.splitlines() if "ceph-osd CPU per I/O" in line)
+    assert "200" in row and "300" in row and "+50.0% [" in row and text.count("rbd randwrite 4k qd") == 1
+    markdown = cost_change_markdown([point])
+    assert "|  | ceph-osd CPU per I/O (µs) | 200 | 300 | +50.0% [" in "\n".join(markdown)
+    assert sum(1 for line in markdown if line.startswith("| rbd randwrite 4k qd")) == 1
     same = compare_observations([*_osd_reps("r2", 2, [2.0, 2.1, 1.9]), *_osd_reps("r3", 3, [1.9, 2.0, 2.1])],
                                 parse_selector("pool_size=2"), parse_selector("pool_size=3"), {})
-    assert "ceph-osd CPU per I/O 200 µs -> 200 µs, +0.0% [" in cost_lines(same)[0]
-    assert "~" in cost_lines(same)[0].split("ceph-osd")[1].split(";")[0]
+    unchanged = {c.figure: c for c in cost_changes(same)[0].changes}["ceph-osd CPU per I/O (µs)"]
+    assert (unchanged.baseline, unchanged.candidate) == ("200", "200") and unchanged.change.startswith("+0.0% [")
+    assert unchanged.verdict is Verdict.UNDECIDED and "~" in unchanged.change
     # one client's own record has no cost (the host's CPU is every client's)
     client = replace(seen[0], client="c1")
     assert summarize_points([client]) == [] or all(
@@ -226,14 +241,17 @@ def test_cost_only_where_every_client_ran_on_the_machine_telemetry_read() -> Non
 
 
 def test_compare_leaves_totals_out_when_one_side_has_no_kernel_part() -> None:
-    from storbench.report.cost import cost_lines
+    from storbench.report.cost_compare import ONE_SIDED_KERNEL, cost_change_markdown, cost_changes
 
     old = [replace(o, host_cpus=None) for o in _osd_reps("r2", 2, [1.9, 2.0, 2.1])]
     new = [replace(o, telemetry=replace(o.telemetry, host_cpu_modes_pct=(("softirq", 5.0),)))
            for o in _osd_reps("r3", 3, [2.9, 3.0, 3.1])]
-    (line,) = cost_lines(compare_observations([*old, *new], parse_selector("pool_size=2"),
-                                              parse_selector("pool_size=3"), {}))
-    assert "all components" not in line and "totals not compared" in line and "ceph-osd CPU per I/O" in line
+    (point,) = cost_changes(compare_observations([*old, *new], parse_selector("pool_size=2"),
+                                                 parse_selector("pool_size=3"), {}))
+    figures = [c.figure for c in point.changes]
+    assert point.one_sided_kernel and "ceph-osd CPU per I/O (µs)" in figures
+    assert not any("all components" in f or f.startswith("IOPS per core used") for f in figures)
+    assert f"|  | {ONE_SIDED_KERNEL} | | | |" in cost_change_markdown([point])
 
 
 def test_the_report_has_a_cost_section_with_its_table_figures_and_comparisons_cost_lines() -> None:
@@ -248,7 +266,8 @@ def test_the_report_has_a_cost_section_with_its_table_figures_and_comparisons_co
     assert "<th>ceph-osd µs</th>" in section and "<td>200 ± 25</td>" in section and "<td>300 ± 25</td>" in section
     assert "cpu-cost" in section and "iops-per-core" in section  # its figures under its table
     compared = page.split("<h2>Comparison</h2>")[1].split("</section>")[0]
-    assert "ceph-osd CPU per I/O 200 µs -&gt; 300 µs, +50.0% [" in compared
+    cost = compared.split("CPU per I/O of every direction")[1]
+    assert "<td>ceph-osd CPU per I/O (µs)</td><td>200</td><td>300</td><td class='verdict-worse'>+50.0% [" in cost
 
 
 def test_repetitions_with_the_checking_writer_beside_fio_have_no_cost_per_io() -> None:
@@ -270,7 +289,7 @@ def test_compare_shares_the_cost_lines_error_rate_among_its_cells() -> None:
     (bench/cost_compare.py); its 5 % is shared among the cells (Bonferroni): a step shown at a plain 95 % but not at
     the shared level stays ~, and the line says the error rate is shared."""
     from helpers import bench_module
-    from storbench.report.cost import cost_lines
+    from storbench.report.cost_compare import cost_caption, cost_changes
     from storbench.stats.compare_cells import Verdict, cost_cells
     from storbench.stats.estimate import welch_difference
 
@@ -280,8 +299,9 @@ def test_compare_shares_the_cost_lines_error_rate_among_its_cells() -> None:
     assert cell is not None and cell.baseline is not None and cell.candidate is not None
     assert welch_difference(cell.baseline, cell.candidate, 0.95).significant  # a plain 95 % would mark it
     assert cell.verdict is Verdict.UNDECIDED and cost_cells(c) >= 4
-    (line,) = cost_lines([c])
-    assert f"error rate shared among its {cost_cells(c)} cells" in line
+    (point,) = cost_changes([c])
+    assert point.cells == cost_cells(c) == len(point.changes)
+    assert f"share its error rate among its {cost_cells(c)} rows (Bonferroni)" in cost_caption([point])
     bench = bench_module("cost_compare")
     plain, shared = bench.rate(600, 5, 0.12, False, seed=5)
     assert plain > 0.12 and shared <= 0.06, (plain, shared)

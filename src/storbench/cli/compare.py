@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # heavy modules (scipy, sqlite) load only for the commands th
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from storbench.report.compare_export import comparison_csv, comparison_json, comparison_markdown
-    from storbench.report.cost import cost_lines
     from storbench.report.labels import comparison_label
     from storbench.selection import design_changed_line, parse_selector_flag, select
     from storbench.stats.compare_cells import regressions, tested_cells, ungated_cells
@@ -88,7 +87,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             _write_output(out.export_text(), args.output)
     elif args.format == "markdown":
         _write_output(comparison_markdown(comparisons, baseline.text, candidate.text,
-                                          [*changed_lines, *cost_lines(comparisons)],
+                                          changed_lines,
                                           [line for line in (asked, note) if line]), args.output)
     else:  # a document for programs; where the sides came from goes to the terminal beside it
         if asked:
@@ -166,13 +165,17 @@ def print_comparison(out: Console, comparisons: Sequence[PointComparison], basel
         design_lines,
         rule_answer_lines,
     )
-    from storbench.report.cost import cost_lines
+    from storbench.report.cost_compare import cost_caption, cost_change_table, cost_changes
     from storbench.stats.compare_cells import stopping_rule_lines
 
     out.print(compare_table(comparisons, baseline.text, candidate.text, width))
     for line in [*rule_answer_lines(comparisons), *stopping_rule_lines(comparisons), *design_lines(comparisons),
-                 *changed_lines, *cost_lines(comparisons)]:
+                 *changed_lines]:
         out.print(line, markup=False)
+    cost = cost_changes(comparisons)
+    if cost:
+        out.print(cost_change_table(cost))
+        out.print(cost_caption(cost), markup=False)
     evidence = bottleneck_evidence_lines(comparisons)
     if evidence:
         out.print("bottlenecks (rules: storbench docs methodology bottleneck-verdicts):", markup=False)

@@ -18,6 +18,7 @@ from storbench.report.compare_tables import (
     interval_caption,
     rule_answer_lines,
 )
+from storbench.report.cost_compare import cost_change_markdown, cost_changes
 from storbench.report.export import export_row, markdown_cell
 from storbench.report.labels import comparison_label, rate_unit, varying_comparison_lab
 from storbench.report.tables import iops_with_ci
@@ -143,6 +144,9 @@ def comparison_markdown(comparisons: Sequence[PointComparison], baseline: str, c
                *notes]
     if caveats:
         lines += ["", *(f"- {markdown_cell(line)}" for line in caveats)]
+    cost = cost_change_markdown(cost_changes(comparisons))
+    if cost:
+        lines += ["", *cost]
     evidence = bottleneck_evidence_lines(comparisons)
     if evidence:
         lines += ["", "Bottlenecks (rules: storbench docs methodology bottleneck-verdicts):", ""]

@@ -1,7 +1,6 @@
-"""What each I/O costs in CPU, in words and tables (pure): `show --cost`'s table (a row per case: CPU per I/O by
-component with its interval, in all, IOPS per core) and the lines under `compare` that say what a setting did to
-it ("ceph-osd CPU per I/O 85 µs -> 126 µs, +48.2 % [+39.1, +58.0] ▼"). A mixed read/write case is one row: its
-CPU is its I/O's in both directions."""
+"""What each I/O costs in CPU, in tables and figures (pure): `show --cost`'s table (a row per case: CPU per I/O by
+component with its interval, in all, IOPS per core) and the report's cost figures; what a setting did to it is
+`report.cost_compare`'s. A mixed read/write case is one row: its CPU is its I/O's in both directions."""
 
 from __future__ import annotations
 
@@ -10,24 +9,20 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from storbench.report.compare_tables import change_text
 from storbench.report.figure_values import below_mean
 from storbench.report.figures import FigureSpec, Series
 from storbench.report.labels import (
-    comparison_label,
     interval_level,
     point_label,
     run_prefix,
     runs_apart,
-    varying_comparison_lab,
     varying_lab_keys,
 )
 from storbench.report.tables import iops_with_ci, plain_cell
 from storbench.safe_text import safe_text
-from storbench.stats.compare_cells import PointComparison, cost_cells
 from storbench.stats.cost import COMPONENTS, KERNEL, TOTAL_KEY, polls
 from storbench.stats.estimate import Estimate
-from storbench.stats.metrics import COST_COMPARED, CYCLES_PER_IO
+from storbench.stats.metrics import CYCLES_PER_IO
 from storbench.stats.point_summary import PointSummary
 
 PER_IO = tuple((f"{c.key}_cpu_us_per_io", c.label) for c in (*COMPONENTS, KERNEL))
@@ -114,39 +109,6 @@ def cost_notes(points: Sequence[PointSummary]) -> list[str]:
         notes.append(f"⚠ fio polls at {', '.join(polling)} (hipri, sqthread_poll, userspace_reap or busy_poll): its "
                      "CPU includes waiting, not only work")
     return notes
-
-
-def cost_lines(comparisons: Sequence[PointComparison]) -> list[str]:
-    """What the candidate's setting did to the cost of an I/O, a line per matched case where both sides have it:
-    each component's CPU per I/O, then in all and IOPS per core, with the change and its interval."""
-    lab_keys = varying_comparison_lab(comparisons)
-    lines = []
-    seen: set[tuple[str, str]] = set()
-    for c in comparisons:
-        key = (c.baseline.case_id, c.candidate.case_id)
-        if key in seen or c.cell(f"{TOTAL_KEY}_cpu_us_per_io") is None:
-            continue
-        seen.add(key)
-        parts = []
-        kernel = f"{KERNEL.key}_cpu_us_per_io"
-        # the kernel's part known on one side only (a run stored without its CPU count): its totals would differ by it
-        one_sided = (c.baseline.metric(kernel) is None) != (c.candidate.metric(kernel) is None)
-        for metric in COST_COMPARED:
-            cell = c.cell(metric.field)
-            if cell is None or cell.baseline is None or cell.candidate is None:
-                continue
-            if one_sided and metric.field in (f"{TOTAL_KEY}_cpu_us_per_io", "iops_per_core_used"):
-                continue
-            unit = " µs" if metric.unit == "µs" else ""
-            values = (f"{us_text(cell.baseline.mean)}{unit} -> "
-                      f"{us_text(cell.candidate.mean)}{unit}") if unit else (
-                f"{cell.baseline.mean:,.0f} -> {cell.candidate.mean:,.0f}")
-            parts.append(f"{metric.label} {values}, {change_text(c, metric.field)[0]}")
-        if one_sided:
-            parts.append("the kernel's part measured on one side only: totals not compared")
-        shared = f" (its intervals' error rate shared among its {cells} cells)" if (cells := cost_cells(c)) > 1 else ""
-        lines.append(f"cost at {comparison_label(c, lab_keys, direction=False)}{shared}: " + "; ".join(parts))
-    return lines
 
 
 COMPONENT_COLOURS = {"client": "#ff7f0e", "osd": "#1f77b4", "mon": "#aec7e8", "mgr": "#9edae5", "mds": "#2ca02c",

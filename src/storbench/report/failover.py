@@ -263,9 +263,10 @@ def cluster_cell(point: PointFailover) -> str:
 SCORECARD_CAPTION = ("Each repetition is one fault; figures are means with 95 % intervals over the repetitions (a "
                      "figure of some of them says of how many). Blackout: the longest time no I/O completed (fio's "
                      "100 ms logs); recovered: the last third of the run after the stall and the last fault action "
-                     "(an undoing) shown at least 90 % of the level before the fault; dip: the lowest 100 ms window after the fault, beside the lowest of as many before it "
-                     "(what the noise alone gives); until back: a recovered run's level from the stall to then; at "
-                     "the end: the seconds that test read (storbench docs methodology failover).")
+                     "(an undoing) shown at least 90 % of the level before the fault; dip: the lowest 100 ms window "
+                     "after the fault, beside the lowest of as many before it (what the noise alone gives); until "
+                     "back: a recovered run's level from the stall to then; at the end: the seconds that test read "
+                     "(storbench docs methodology failover).")
 SCORECARD_HEAD = ("point", "fault", "n", "blackout (s)", "first I/O after (s)", "blackout when undone (s)",
                   "dip (% of before)", "until back (% of before)", "at the end (% of before)", "recovered",
                   "longest I/O",
@@ -308,7 +309,8 @@ def failover_lines(points: Sequence[PointFailover], labels: Mapping[str, str],
                                                 f"run {p.run_id} {labels.get(p.case_id, p.case_id)}"))]
     return ["failover (each repetition one fault; 95 % intervals over the repetitions; blackout: the longest time "
             "no I/O completed, from fio's 100 ms logs; recovered: the last third of the run after the stall and the "
-            "last fault action (an undoing) shown at least 90 % of the level before the fault; storbench docs methodology failover):",
+            "last fault action (an undoing) shown at least 90 % of the level before the fault; "
+            "storbench docs methodology failover):",
             *(failover_line(p, labels.get(p.case_id, p.case_id)) for p in points),
             *(f"  in short: {verdict}" for verdict in verdicts)]
 

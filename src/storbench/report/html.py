@@ -26,7 +26,8 @@ from storbench.report.compare_tables import (
     interval_caption,
     rule_answer_lines,
 )
-from storbench.report.cost import COST_SECTION, cost_lines, cost_table_html
+from storbench.report.cost import COST_SECTION, cost_table_html
+from storbench.report.cost_compare import cost_change_html, cost_changes
 from storbench.report.failover import SCORECARD_CAPTION, SCORECARD_HEAD
 from storbench.report.failover import SECTION as FAILOVER_SECTION
 from storbench.report.figures import BOTTLENECK_SECTION, FigureSpec
@@ -142,7 +143,7 @@ def _comparison_table(doc: ReportDocument) -> str:
                 *rule_answer_lines(doc.comparisons), *stopping_rule_lines(doc.comparisons)])
             + "".join(f"<p class='warn'>{_e(line)}</p>" if line.startswith("⚠") else f"<p>{_e(line)}</p>"
                       for line in design_lines(doc.comparisons))
-            + "".join(f"<p>{_e(line)}</p>" for line in cost_lines(doc.comparisons)))
+            + cost_change_html(cost_changes(doc.comparisons)))
 
 
 def _saturation_table(doc: ReportDocument) -> str:
@@ -203,7 +204,8 @@ table.data.summary th,table.data.compare th{white-space:normal;vertical-align:bo
 table.data.summary th,table.data.summary td,table.data.compare th,table.data.compare td{padding:3px 4px}
 table.data.summary td.wrap{white-space:normal;text-align:left;overflow-wrap:break-word}
 table.data.compare td{white-space:normal}table.data.compare td:first-child{min-width:12em}
-table.saturation td:nth-child(2),table.saturation th:nth-child(2){white-space:normal;text-align:left}
+table.saturation td:nth-child(2),table.saturation th:nth-child(2),table.cost-change td:nth-child(2),
+table.cost-change th:nth-child(2){white-space:normal;text-align:left}
 table.data{border-collapse:collapse;font-size:12.5px;width:100%}table.data th,table.data td{padding:3px 7px;
 border-bottom:1px solid #e3e6ea;text-align:right;white-space:nowrap}table.data th{background:#eef1f4}
 table.data td:first-child,table.data th:first-child{text-align:left}tr.failed td{color:#b00020}
