@@ -147,6 +147,20 @@ def test_run_refuses_a_plan_above_its_limits_until_they_are_raised(tmp_path, cap
     assert not db.exists()
     code, out, err = run_cli(capsys, "plan", plan)  # the dry run shows its ETA, and says what run would refuse
     assert code == 0 and "⚠ run would refuse it: " in out and "more than --max-runs 10,000" in " ".join(out.split())
+    # plan takes run's command line (its hint names --max-runs): the limits it is given, the rest checked as run's
+    code, out, err = run_cli(capsys, "plan", plan, "--max-runs", "20000", "--label", "build=7", "--keep-lab",
+                             "--fio-server", "node1")
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "more than --max-runs" not in flat and "⚠ run would refuse it: " in flat and "--max-hours 24" in flat
+    code, out, err = run_cli(capsys, "plan", plan, "--max-runs", "20000", "--max-hours", "2000")
+    assert code == 0 and "run would refuse it" not in out, err
+    code, _, err = run_cli(capsys, "plan", "--resume", plan)  # as `run --resume plan.yaml` is read
+    assert code == 0, err
+    for extra, said in ((["--budget", "5m"], "--budget starts no new round once spent"),
+                        (["--label", "no value"], "--label"), (["--resume", "--label", "build=7"], "a resumed run")):
+        code, _, err = run_cli(capsys, "plan", plan, "--max-runs", "20000", *extra)
+        assert code == 2 and said in err, (extra, err)
 
 
 @pytest.mark.parametrize("path", ["/tmp/victim/ ", " /tmp/victim", "/tmp/victim/\t"])

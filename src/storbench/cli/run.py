@@ -138,9 +138,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     check_location(args.db)  # where run would store: refused here as run refuses it
     loaded = with_namespace(_read_plan(args.plan), args.namespace)
     cases = expand(loaded)
+    _check_run_options(args, loaded)
     check_faults(loaded, cases)
     checked = check_everything(loaded, cases, find_fio(args.fio), create=False, dry_run=True, s3=s3_access(args),
-                               images=allowed_images(args))
+                               fio_servers=fio_servers(args), images=allowed_images(args))
     out = _console()
     table, constants = plan_table(cases, f"plan '{loaded.config.name}' ({args.plan})")
     out.print(table)
@@ -149,8 +150,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         out.print(line)
     for line in _fault_lines(loaded, cases):
         out.print(line)
-    try:  # what `run` would refuse at its default limits: said here, where the plan is still cheap to change
-        _check_size(loaded, cases, MAX_RUNS, MAX_HOURS)
+    try:  # what `run` would refuse at its limits (--max-runs, --max-hours): said here, where the plan is still cheap
+        _check_size(loaded, cases, _max_runs(args), _max_hours(args))
     except UserError as exc:
         out.print(f"⚠ run would refuse it: {exc.message} (hint: {exc.hint})", markup=False)
     return 0
@@ -211,7 +212,7 @@ def plan_before_resume(argv: Sequence[str]) -> list[str]:
     """`storbench run --resume plan.yaml` read as the user meant it, `run plan.yaml --resume` (argparse would take
     the plan file for the run number): a YAML file name right after ``--resume`` is moved before it."""
     out = list(argv)
-    if out[:1] == ["run"] and "--resume" in out:
+    if out[:1] in (["run"], ["plan"]) and "--resume" in out:
         at = out.index("--resume")
         if at + 1 < len(out) and out[at + 1].endswith((".yaml", ".yml")):
             out.insert(at, out.pop(at + 1))
@@ -226,23 +227,19 @@ def _run_number(text: str) -> int:
     return int(text)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from storbench.checks import check_everything
-    from storbench.cli.progress import ConsoleObserver
-    from storbench.cli.results import _print_results
-    from storbench.config import with_namespace
-    from storbench.execute.fio_binary import find_fio
-    from storbench.execute.local import LocalExecutor
-    from storbench.orchestrate import run_plan
-    from storbench.plan import expand
+def _max_runs(args: argparse.Namespace) -> int:
+    return MAX_RUNS if args.max_runs is None else int(args.max_runs)
+
+
+def _max_hours(args: argparse.Namespace) -> float:
+    return MAX_HOURS if args.max_hours is None else float(args.max_hours)
+
+
+def _check_run_options(args: argparse.Namespace, loaded: LoadedPlan) -> tuple[tuple[str, str], ...]:
+    """run's options refused with this plan, by `run` and by `plan` alike; the labels."""
     from storbench.selection import parse_labels
-    from storbench.store import open_store, store_exists
 
     labels = parse_labels(args.label)
-    loaded = with_namespace(_read_plan(args.plan), args.namespace)
-    cases = expand(loaded)
-    _check_size(loaded, cases, MAX_RUNS if args.max_runs is None else args.max_runs,
-                MAX_HOURS if args.max_hours is None else args.max_hours)
     if args.budget is not None and isinstance(loaded.config.repeat, int) and loaded.config.steady_state is None:
         raise UserError("--budget starts no new round once spent, in a run that decides its rounds (repeat: {until: "
                         "...}, or steady_state); this plan " + ("searches its load with a fixed repeat"
@@ -254,10 +251,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("the plan's lab.k8s runs its pvc targets on the lab's own cluster; --kubeconfig and "
                         "--context name another one", hint="drop --kubeconfig/--context, or drop lab.k8s to "
                         "measure your cluster")
-    resume = args.resume is not None
-    if resume and labels:
+    if args.resume is not None and labels:
         raise UserError("--label is given when a run starts: a resumed run keeps the labels it started with",
                         hint="drop --label, or run without --resume to start a new run")
+    return labels
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from storbench.checks import check_everything
+    from storbench.cli.progress import ConsoleObserver
+    from storbench.cli.results import _print_results
+    from storbench.config import with_namespace
+    from storbench.execute.fio_binary import find_fio
+    from storbench.execute.local import LocalExecutor
+    from storbench.orchestrate import run_plan
+    from storbench.plan import expand
+    from storbench.store import open_store, store_exists
+
+    loaded = with_namespace(_read_plan(args.plan), args.namespace)
+    cases = expand(loaded)
+    labels = _check_run_options(args, loaded)
+    _check_size(loaded, cases, _max_runs(args), _max_hours(args))
+    resume = args.resume is not None
     if resume and not store_exists(args.db):  # refused before a database file is made
         raise UserError(f"nothing to resume: no results database {args.db}", hint=f"run `storbench run "
                         f"{args.plan} --db {args.db}` without --resume to start")
@@ -331,25 +346,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("plan", help="show the expanded cases, their count, data volume and ETA; no I/O",
-                       description="Show the expanded cases, their count, data volume and ETA; no I/O. It takes "
-                       "run's options, so that run's command line works here too, and checks them as run does, "
-                       "but opens no database, reads no key and connects nowhere.")
-    p.add_argument("plan", help="plan file (YAML)")
-    db_option(p)
-    fio_option(p)
-    s3_options(p)
-    cluster_options(p)
-    p.set_defaults(func=cmd_plan)
-
-    p = sub.add_parser("run", help="run a plan with fio, storing each repetition as it finishes")
-    p.add_argument("plan", help="plan file (YAML)")
-    db_option(p)
-    fio_option(p)
+def run_options(p: argparse.ArgumentParser) -> None:
+    """run's own options; `plan` takes them too (its limits apply to what it says run would refuse, the rest are
+    checked against the plan as run checks them), so that run's command line works there."""
     fio_server_options(p)
-    s3_options(p)
-    cluster_options(p)
     p.add_argument("--resume", nargs="?", type=_run_number, const=0, default=None, metavar="RUN",
                    help="continue run RUN of this plan (without RUN: its latest run made on this machine): run only "
                    "repetitions not yet stored as ok")
@@ -369,4 +369,26 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
                    help="a label stored with the run (a build, a git sha, a firmware; repeatable): `storbench "
                    "history` names it where a point's figures changed")
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("plan", help="show the expanded cases, their count, data volume and ETA; no I/O",
+                       description="Show the expanded cases, their count, data volume and ETA; no I/O. It takes "
+                       "run's options, so that run's command line works here too, and checks them as run does, "
+                       "but opens no database, reads no key and connects nowhere.")
+    p.add_argument("plan", help="plan file (YAML)")
+    db_option(p)
+    fio_option(p)
+    s3_options(p)
+    cluster_options(p)
+    run_options(p)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("run", help="run a plan with fio, storing each repetition as it finishes")
+    p.add_argument("plan", help="plan file (YAML)")
+    db_option(p)
+    fio_option(p)
+    s3_options(p)
+    cluster_options(p)
+    run_options(p)
     p.set_defaults(func=cmd_run)
