@@ -652,7 +652,12 @@ def test_run_drives_only_the_fio_servers_the_operator_names(tmp_path: Path, caps
     assert code == 2 and "fio server 10.214.0.11:8765 is not" in err, err
     code, _, err = run_cli(capsys, "run", str(plan), "--db", str(db), "--fio-server", "not a host")
     assert code == 2 and "--fio-server: server 'not a host' must be host" in err, err
-    assert run_cli(capsys, "plan", str(plan))[0] == 0
+    # `plan` connects to none, and says what run would refuse; with run's command line, nothing
+    code, out, err = run_cli(capsys, "plan", str(plan), "--fio-server", "10.214.0.12")
+    flat = " ".join(out.split())
+    assert code == 0 and "⚠ run would refuse it: " in flat and "fio server 10.214.0.11:8765 is not one the" in flat
+    code, out, err = run_cli(capsys, "plan", str(plan), "--fio-server", "10.214.0.11")
+    assert code == 0 and "run would refuse it" not in out, out + err
 
 
 def test_faults_on_many_clients_are_timed_from_the_barrier_not_the_launch() -> None:

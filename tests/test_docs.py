@@ -37,6 +37,29 @@ def test_plan_reference_is_generated_from_the_schema() -> None:
     )
 
 
+def test_the_plan_reference_names_every_fault_a_lab_offers() -> None:
+    """The faults section is prose (the reference is pure, the labs are shell): every action each lab kind offers,
+    on its targets, must be in it. It had left out the Kubernetes lab's `fail` and `taint` on `node.N`."""
+    from storbench.lab.registry import KINDS
+
+    faults = plan_reference_markdown().split("## `faults`")[1].split("\n## ")[0]
+    offers = [offer for kind in KINDS.values() for offer in kind.faults]
+    assert len(offers) >= 15
+    for offer in offers:
+        target = offer.targets.split("\\")[0]  # osd\.[0-9]+ -> osd, server -> server
+        assert f"`{offer.action}`" in faults and f"`{target}" in faults, \
+            f"the plan reference's faults do not name {offer.lab}'s {offer.action} on {offer.targets}"
+
+
+def test_each_labs_section_of_the_plan_reference_shows_its_own_example() -> None:
+    """A lab's section shows that lab's plan: the volume lab's had shown a Ceph one."""
+    text = plan_reference_markdown()
+    volume = text.split("### `lab.volume`")[1].split("\n## ")[0]
+    ceph = text.split("### `lab.ceph`")[1].split("\n### ")[0]
+    assert "volume:" in volume.split("```yaml")[1] and "ceph:" not in volume
+    assert "ceph: {osds: 3, pool_size: [2, 3]}" in ceph
+
+
 def test_readme_has_exactly_two_setup_commands_and_ci_uses_the_test_one() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "./scripts/quickstart.sh" in readme and "./scripts/test.sh" in readme

@@ -199,6 +199,13 @@ def plan_reference_markdown() -> str:
         "",
         *table(CephLabConfig, sweep=True),
         "",
+        "```yaml",
+        "targets:",
+        "  rbd: {kind: rbd, pool: bench, image: img, size: 1GiB}",
+        "lab:",
+        "  ceph: {osds: 3, pool_size: [2, 3]}",
+        "```",
+        "",
         "#### Ceph options (`lab.ceph.config`)",
         "",
         "Only these OSD options may be set (a plan is untrusted and the lab runs as root: options that name paths "
@@ -234,9 +241,9 @@ def plan_reference_markdown() -> str:
         "",
         "```yaml",
         "targets:",
-        "  rbd: {kind: rbd, pool: bench, image: img, size: 1GiB}",
+        "  capped: {kind: block}",
         "lab:",
-        "  ceph: {osds: 3, pool_size: [2, 3]}",
+        "  volume: {size: 2GiB, iops: 3000}",
         "```",
         "",
         "## `telemetry`",
@@ -277,7 +284,10 @@ def plan_reference_markdown() -> str:
         "server's link down) and `slow` (`to:` a link rate, e.g. `{at: 10s, do: slow, on: client.2, to: 10Mbit, "
         "restore_after: 5s}`); the Kubernetes lab `delete` on `client.N` (that client's fio pod deleted, made "
         "again at once on its claim for the rest of the measured section: its gap is the time to the new pod's "
-        "first I/O). `storbench plan` lists what the plan's labs offer and shows when each fault "
+        "first I/O), `fail` on `node.N` (the node powered off: its pods made again elsewhere once Kubernetes "
+        "deletes them, see `lab.k8s.out_of_service_after`; on again after the repetition) and `taint` on `node.N` "
+        "(Kubernetes' out-of-service taint: its pods deleted and their volumes detached). "
+        "`storbench plan` lists what the plan's labs offer and shows when each fault "
         "happens. With `lab.ceph`, the cluster's placement groups are watched once a second through each "
         "repetition and its healing: the time to every PG active+clean after the fault is a figure of its own.",
         "",

@@ -175,7 +175,8 @@ def whole_above_zero(text: str) -> int:
 
 def db_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=os.environ.get("STORBENCH_DB") or DEFAULT_DB,  # set but empty: as unset
-                   help=f"results database (SQLite; default {DEFAULT_DB} or $STORBENCH_DB)")
+                   help=f"results database: an SQLite file or a postgresql:// URL (default {DEFAULT_DB} or "
+                   "$STORBENCH_DB)")
 
 
 def fio_option(p: argparse.ArgumentParser) -> None:

@@ -118,8 +118,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 def add_setup(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("setup", help="install what storbench needs from this machine's package sources, as root "
-                       "(fio; with --labs Ceph, nfs-ganesha and a fio with the nfs engine built from Debian's "
-                       "source package)")
+                       "(fio; with --labs Ceph, nfs-ganesha and a fio with the nfs and http engines built from "
+                       "Debian's source package)")
     p.add_argument("--labs", action="store_true", help="the Ceph, NFS, hosts and volume labs, the registry and "
                    "`storbench image`, and fio with the nfs and http engines (built once, cached)")
     p.add_argument("--k8s", action="store_true", help="what the Kubernetes lab runs on (its Kubernetes binaries "

@@ -127,7 +127,7 @@ def _check_size(loaded: LoadedPlan, cases: Sequence[Case], max_runs: int, max_ho
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from storbench.checks import check_everything
+    from storbench.checks import check_everything, check_fio_servers
     from storbench.config import with_namespace
     from storbench.execute.fio_binary import find_fio
     from storbench.lab.registry import check_faults
@@ -141,7 +141,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     _check_run_options(args, loaded)
     check_faults(loaded, cases)
     checked = check_everything(loaded, cases, find_fio(args.fio), create=False, dry_run=True, s3=s3_access(args),
-                               fio_servers=fio_servers(args), images=allowed_images(args))
+                               images=allowed_images(args))
     out = _console()
     table, constants = plan_table(cases, f"plan '{loaded.config.name}' ({args.plan})")
     out.print(table)
@@ -154,6 +154,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _check_size(loaded, cases, _max_runs(args), _max_hours(args))
     except UserError as exc:
         out.print(f"⚠ run would refuse it: {exc.message} (hint: {exc.hint})", markup=False)
+    try:  # the fio servers it would drive and those the operator trusts (--fio-server): plan drives none
+        check_fio_servers(loaded, fio_servers(args))
+    except UserError as exc:
+        out.print(f"⚠ run would refuse it: {exc.one_line()}", markup=False)
     return 0
 
 

@@ -303,7 +303,8 @@ class PvcTargetConfig(StrictModel):
                                           "these labels.")
     kubeconfig: str | None = Field(None, description="Not taken from a plan: a kubeconfig can run programs "
                                    "(`exec`, `auth-provider`) and read files as root. storbench uses the k8s "
-                                   "lab's, else $KUBECONFIG or ~/.kube/config.")
+                                   "lab's (the plan's lab.k8s), else the command line's --kubeconfig and "
+                                   "--context, else $KUBECONFIG or ~/.kube/config.")
     start_budget: Duration = Field(30.0, description="How long pods get to start before all begin fio at once.")
     pod_security: Literal["restricted", "baseline"] = Field(
         "restricted", description="restricted: fio runs as user 65532 with the pod's fsGroup, admitted where "

@@ -26,7 +26,8 @@ class WorkloadConfig(StrictModel):
     """fio settings. Any list is a sweep axis; the plan runs the cartesian product."""
 
     rw: Sweep[RwPattern] = Field(description="I/O pattern(s): randread, randwrite, randrw, read, write, ...; or "
-                                 "metadata operations on files: create, stat, delete; or object operations on an "
+                                 "metadata operations on files: create, stat, delete (or metadata: the three as "
+                                 "phases over one file set, as mdtest runs them); or object operations on an "
                                  "s3 target: put, get, delete_object, getput (GETs and PUTs mixed, rwmixread of "
                                  "them GETs); or Kubernetes volume operations on a pvc target: provision, attach, "
                                  "snapshot, restore, clone, expand (one per client, each timed from its request "
