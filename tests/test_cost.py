@@ -241,7 +241,7 @@ def test_cost_only_where_every_client_ran_on_the_machine_telemetry_read() -> Non
 
 
 def test_compare_leaves_totals_out_when_one_side_has_no_kernel_part() -> None:
-    from storbench.report.cost_compare import ONE_SIDED_KERNEL, cost_change_markdown, cost_changes
+    from storbench.report.cost_compare import ONE_SIDED_KERNEL, cost_caption, cost_change_markdown, cost_changes
 
     old = [replace(o, host_cpus=None) for o in _osd_reps("r2", 2, [1.9, 2.0, 2.1])]
     new = [replace(o, telemetry=replace(o.telemetry, host_cpu_modes_pct=(("softirq", 5.0),)))
@@ -252,6 +252,9 @@ def test_compare_leaves_totals_out_when_one_side_has_no_kernel_part() -> None:
     assert point.one_sided_kernel and "ceph-osd CPU per I/O (µs)" in figures
     assert not any("all components" in f or f.startswith("IOPS per core used") for f in figures)
     assert f"|  | {ONE_SIDED_KERNEL} | | | |" in cost_change_markdown([point])
+    # its caption counts the figures that share the error rate, the totals left out of the table among them
+    assert len(point.changes) == 3 and point.cells == 5
+    assert "share its error rate among the 5 cost figures compared for it" in cost_caption([point])
 
 
 def test_the_report_has_a_cost_section_with_its_table_figures_and_comparisons_cost_lines() -> None:
@@ -268,6 +271,17 @@ def test_the_report_has_a_cost_section_with_its_table_figures_and_comparisons_co
     compared = page.split("<h2>Comparison</h2>")[1].split("</section>")[0]
     cost = compared.split("CPU per I/O of every direction")[1]
     assert "<td>ceph-osd CPU per I/O (µs)</td><td>200</td><td>300</td><td class='verdict-worse'>+50.0% [" in cost
+
+
+def test_the_reports_cost_table_shows_a_labels_control_characters_escaped() -> None:
+    """A point's label carries plan and database text: the report's cost table escapes it as every other cell does
+    (a right-to-left override would reorder what the page shows)."""
+    from storbench.report.cost_compare import CostChange, PointCostChange, cost_change_html
+    from storbench.stats.compare_cells import Verdict
+
+    row = CostChange("fio CPU per I/O (µs)", "10", "20", "+100.0% [+50.0, +150.0] ▼", Verdict.WORSE)
+    page = cost_change_html([PointCostChange("evil\u202e<b>x</b>", 1, (row,), False)])
+    assert "\u202e" not in page and "evil\\u202e&lt;b&gt;x&lt;/b&gt;" in page
 
 
 def test_repetitions_with_the_checking_writer_beside_fio_have_no_cost_per_io() -> None:
@@ -301,7 +315,7 @@ def test_compare_shares_the_cost_lines_error_rate_among_its_cells() -> None:
     assert cell.verdict is Verdict.UNDECIDED and cost_cells(c) >= 4
     (point,) = cost_changes([c])
     assert point.cells == cost_cells(c) == len(point.changes)
-    assert f"share its error rate among its {cost_cells(c)} rows (Bonferroni)" in cost_caption([point])
+    assert f"share its error rate among the {cost_cells(c)} cost figures compared for it" in cost_caption([point])
     bench = bench_module("cost_compare")
     plain, shared = bench.rate(600, 5, 0.12, False, seed=5)
     assert plain > 0.12 and shared <= 0.06, (plain, shared)

@@ -158,7 +158,9 @@ def test_run_refuses_a_plan_above_its_limits_until_they_are_raised(tmp_path, cap
     code, _, err = run_cli(capsys, "plan", "--resume", plan)  # as `run --resume plan.yaml` is read
     assert code == 0, err
     for extra, said in ((["--budget", "5m"], "--budget starts no new round once spent"),
-                        (["--label", "no value"], "--label"), (["--resume", "--label", "build=7"], "a resumed run")):
+                        (["--label", "no value"], "is not KEY=VALUE"),
+                        (["--fio-server", "not a host"], "--fio-server: server 'not a host' must be host"),
+                        (["--resume", "--label", "build=7"], "a resumed run")):
         code, _, err = run_cli(capsys, "plan", plan, "--max-runs", "20000", *extra)
         assert code == 2 and said in err, (extra, err)
 

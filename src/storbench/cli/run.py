@@ -154,8 +154,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _check_size(loaded, cases, _max_runs(args), _max_hours(args))
     except UserError as exc:
         out.print(f"⚠ run would refuse it: {exc.message} (hint: {exc.hint})", markup=False)
+    trusted = fio_servers(args)  # a --fio-server that is no host refused here as run refuses it
     try:  # the fio servers it would drive and those the operator trusts (--fio-server): plan drives none
-        check_fio_servers(loaded, fio_servers(args))
+        check_fio_servers(loaded, trusted)
     except UserError as exc:
         out.print(f"⚠ run would refuse it: {exc.one_line()}", markup=False)
     return 0

@@ -5,7 +5,6 @@ been a paragraph nobody could scan."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ from rich.text import Text
 from storbench.report.compare_tables import VERDICT_STYLE, change_text
 from storbench.report.export import markdown_cell
 from storbench.report.labels import comparison_label, varying_comparison_lab
+from storbench.report.summary_table import escaped
 from storbench.report.tables import plain_cell
 from storbench.stats.compare_cells import PointComparison, Verdict, cost_cells
 from storbench.stats.cost import KERNEL, TOTAL_KEY
@@ -44,7 +44,8 @@ class PointCostChange:
     one_sided_kernel: bool
 
 
-ONE_SIDED_KERNEL = "the kernel's part measured on one side only: totals not compared"
+ONE_SIDED_KERNEL = ("the kernel's part measured on one side only: the totals are not shown (they are counted in "
+                    "the shared error rate)")
 HEAD = ("point", "cost", "baseline", "candidate", "change")
 
 
@@ -84,8 +85,8 @@ def _number(value: float) -> str:
 def cost_caption(items: Sequence[PointCostChange]) -> str:
     """What the cost rows are, and how their intervals share their error rate."""
     counts = sorted({p.cells for p in items if p.cells > 1})
-    shared = (f"; a point's intervals share its error rate among its {' or '.join(map(str, counts))} rows "
-              "(Bonferroni)" if counts else "")
+    shared = (f"; a point's intervals share its error rate among the {' or '.join(map(str, counts))} cost figures "
+              "compared for it (Bonferroni)" if counts else "")
     return ("cost: each component's CPU per I/O of every direction (µs) over fio's measured window, in all, and IOPS "
             f"per core used, the candidate's change with its interval{shared} "
             "(storbench docs methodology cpu-cost-per-io)")
@@ -122,14 +123,14 @@ def cost_change_html(items: Sequence[PointCostChange]) -> str:
     if not items:
         return ""
     body = []
-    for point, change, note in _rows(items):
+    for point, change, note in _rows(items):  # labels carry plan and database text: escaped as every report cell
         if change is None:
-            body.append(f"<tr><td>{html.escape(point)}</td><td colspan='4'>{html.escape(note)}</td></tr>")
+            body.append(f"<tr><td>{escaped(point)}</td><td colspan='4'>{escaped(note)}</td></tr>")
         else:
-            body.append(f"<tr><td>{html.escape(point)}</td><td>{html.escape(change.figure)}</td>"
-                        f"<td>{html.escape(change.baseline)}</td><td>{html.escape(change.candidate)}</td>"
-                        f"<td class='verdict-{change.verdict.name.lower()}'>{html.escape(change.change)}</td></tr>")
-    return (f"<p>{html.escape(cost_caption(items))}</p><table class='data compare cost-change'><thead><tr>"
+            body.append(f"<tr><td>{escaped(point)}</td><td>{escaped(change.figure)}</td>"
+                        f"<td>{escaped(change.baseline)}</td><td>{escaped(change.candidate)}</td>"
+                        f"<td class='verdict-{change.verdict.name.lower()}'>{escaped(change.change)}</td></tr>")
+    return (f"<p>{escaped(cost_caption(items))}</p><table class='data compare cost-change'><thead><tr>"
             + "".join(f"<th>{h}</th>" for h in HEAD) + "</tr></thead><tbody>" + "".join(body) + "</tbody></table>")
 
 
