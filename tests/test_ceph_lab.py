@@ -139,7 +139,7 @@ def test_rbd_randwrite_replica_2_vs_3(lab_dir: Path, tmp_path: Path, capsys: pyt
                            "pool_size=3")
     flat = " ".join(out.split())
     assert "CPU cost per I/O, baseline vs candidate" in flat and "ceph-osd CPU per I/O (µs)" in flat, out
-    assert "a point's intervals share its error rate among its " in flat, out
+    assert "a point's intervals share its error rate among the " in flat, out
     code, out, err = run_cli(capsys, "show", "--db", str(db), "--cost")
     assert code == 0 and "ceph-osd" in out and "IOPS/osd core" in " ".join(out.split()), out + err
 

@@ -207,12 +207,14 @@ STEADY_PLAN = """
 name: steady-volume
 targets:
   volume: {kind: block}
-workload: {rw: randread, bs: 4k, iodepth: 4, runtime: 1s}
-steady_state: {metric: iops, window: 3, range: 10%, slope: 5%, max_rounds: 9, confirm: 3}
+workload: {rw: randread, bs: 4k, iodepth: 4, runtime: 2s}
+steady_state: {metric: iops, window: 3, range: 10%, slope: 5%, max_rounds: 12, confirm: 3}
 telemetry: {enabled: false}
 lab:
   volume: {size: 64MiB, iops: 2000}
 """
+# 2 s rounds and up to 12 of them: on a VM whose CPU is stolen now and then, 1 s rounds of the user-space pacer at
+# 1000 IOPS varied by 16 % (842-989) and 9 rounds never met the 10 % range
 
 
 @pytest.mark.fio
@@ -248,7 +250,7 @@ def test_a_volume_whose_speed_halves_mid_run_is_steady_only_after_the_change(
     records = json.loads(out)
     assert len(records) == 3  # the 3 rounds after the window only
     for record in records:
-        assert 850 <= float(record["iops"]) <= 1100, record["iops"]
+        assert 800 <= float(record["iops"]) <= 1100, record["iops"]  # the new cap's (about 1,700 before it)
 
 SEARCH_PLAN = """
 name: {name}
