@@ -465,7 +465,9 @@ def test_a_volume_that_loses_acknowledged_writes_is_caught_by_check_writes(
     assert len(repetitions) == 2 and all(r.status.value == "ok" for r in repetitions), repetitions
     for repetition in repetitions:
         check = repetition.write_check
-        assert check is not None and not check.error and check.acknowledged > 500, check
+        # 200 a second for 4 s beside fio on the 2,000 IOPS cap: ~800; a CPU-starved pacer (a VM's stolen CPU) served
+        # 477, still far more than the ~300 the lie's 1.5 s puts at risk
+        assert check is not None and not check.error and check.acknowledged > 300, check
         assert check.lost + check.stale > 20 and check.torn == check.corrupt == 0, check  # ~1.5 s at 200 writes/s
         assert check.first_bad and all(0 <= o < 1024 * 4096 for _, offsets in check.first_bad for o in offsets)
     code, out, err = run_cli(capsys, "report", "--db", str(db), "-o", str(tmp_path / "r.html"))
