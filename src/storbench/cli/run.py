@@ -352,8 +352,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def run_options(p: argparse.ArgumentParser) -> None:
-    """run's own options; `plan` takes them too (its limits apply to what it says run would refuse, the rest are
-    checked against the plan as run checks them), so that run's command line works there."""
+    """run's command line, the plan file and every option; `plan` takes it too (its limits apply to what it says
+    run would refuse, the rest are checked against the plan as run checks them), so that run's command line works
+    there."""
+    p.add_argument("plan", help="plan file (YAML)")
+    db_option(p)
+    fio_option(p)
+    s3_options(p)
+    cluster_options(p)
     fio_server_options(p)
     p.add_argument("--resume", nargs="?", type=_run_number, const=0, default=None, metavar="RUN",
                    help="continue run RUN of this plan (without RUN: its latest run made on this machine): run only "
@@ -381,19 +387,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                        description="Show the expanded cases, their count, data volume and ETA; no I/O. It takes "
                        "run's options, so that run's command line works here too, and checks them as run does, "
                        "but opens no database, reads no key and connects nowhere.")
-    p.add_argument("plan", help="plan file (YAML)")
-    db_option(p)
-    fio_option(p)
-    s3_options(p)
-    cluster_options(p)
     run_options(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("run", help="run a plan with fio, storing each repetition as it finishes")
-    p.add_argument("plan", help="plan file (YAML)")
-    db_option(p)
-    fio_option(p)
-    s3_options(p)
-    cluster_options(p)
     run_options(p)
     p.set_defaults(func=cmd_run)
