@@ -269,6 +269,7 @@ telemetry: {{enabled: false}}
 lab:
   volume: {{size: 32MiB, iops: {iops}}}
 """
+HIGH_IOPS, LOW_IOPS = 1000, 250
 
 
 @pytest.mark.fio
@@ -278,8 +279,8 @@ lab:
 def test_a_lab_setting_changed_half_way_shows_in_history_and_fails_the_gate(
         store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         request: pytest.FixtureRequest) -> None:
-    """Nightly runs of one plan on the volume lab, labelled by build: three at a 2,000 IOPS cap, then the cap
-    halved. The newest run fails `--fail-on-regression` against the three before; once a second run shows the new
+    """Nightly runs of one plan on the volume lab, labelled by build: three at a 1,000 IOPS cap, then the cap
+    quartered. The newest run fails `--fail-on-regression` against the three before; once a second run shows the new
     level, history marks the change at the first of them, names the lab setting and the label that changed with
     it, and the newest run is judged against the new level. The same in an SQLite file and in a PostgreSQL
     database a team would share."""
@@ -295,40 +296,42 @@ def test_a_lab_setting_changed_half_way_shows_in_history_and_fails_the_gate(
 
 
 def _nightly_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    for night, iops in enumerate((2000, 2000, 2000, 1000), start=1):
+    # caps the user-space pacer keeps even with CPU stolen (a 2,000 cap delivered 1,233-1,522 on one such day)
+    for night, iops in enumerate((HIGH_IOPS, HIGH_IOPS, HIGH_IOPS, LOW_IOPS), start=1):
         plan = write_plan(tmp_path, VOLUME_PLAN.format(iops=iops), f"night{night}.yaml")
         code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", f"build=b{night}")
         assert code == 0, out + err
     code, out, err = run_cli(capsys, "history", "--db", db, "--fail-on-regression", "10")
     assert code == 1 and "regression: volume randread 4k qd=4 jobs=1 read — IOPS: run 4 -" in err, out + err
     assert "no change point" in out  # three runs and one: the last is not a level of its own yet
-    plan = write_plan(tmp_path, VOLUME_PLAN.format(iops=1000), "night5.yaml")
+    plan = write_plan(tmp_path, VOLUME_PLAN.format(iops=LOW_IOPS), "night5.yaml")
     code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", "build=b5")
     assert code == 0, out + err
     code, out, err = run_cli(capsys, "history", "--db", db, "--fail-on-regression", "10")
     # the second low night: the step its run completes fails the gate (the newest run alone no longer could)
     assert code == 1 and "a step at run 4, -" in err, out + err
     change = next(line for line in out.splitlines() if "change at run 4" in line)
-    assert "label build: b3 -> b4" in change and "lab volume_iops: 2000 -> 1000" in change, change
+    assert "label build: b3 -> b4" in change and f"lab volume_iops: {HIGH_IOPS} -> {LOW_IOPS}" in change, change
     assert "not which of those caused it" in out  # co-occurrence, said as such
-    assert "recorded: lab volume_iops 2000 -> 1000" in out  # what storbench recorded, where it changed
+    assert f"recorded: lab volume_iops {HIGH_IOPS} -> {LOW_IOPS}" in out  # what storbench recorded, where it changed
     assert re.search(r"run +1 .*\n +recorded: storbench [^,]+, fio fio-\d", out), out  # all of it, first run
-    # the cap halved; the 2,000-IOPS runs reached 1,570-1,930 on a busy machine: a step of -25 % or more
-    assert float(change.split(", ")[1].split("%")[0]) <= -25, change
+    # the cap quartered (-75 %); even were the high cap's runs to reach only half of it: a step of -40 % or more
+    assert float(change.split(", ")[1].split("%")[0]) <= -40, change
     code, out, err = run_cli(capsys, "history", "--db", db, "--format", "json", "--metric", "iops,lat_p99_ns")
     records = json.loads(out)
     iops = [r for r in records if r["metric"] == "iops"]
     assert [r["run"] for r in iops] == [1, 2, 3, 4, 5] and [r["labels"]["build"] for r in iops][-1] == "b5"
-    assert iops[3]["recorded"]["lab volume_iops"] == "1000" and iops[0]["recorded"]["kernel"] == os.uname().release
+    assert iops[3]["recorded"]["lab volume_iops"] == str(LOW_IOPS)
+    assert iops[0]["recorded"]["kernel"] == os.uname().release
     assert all(r["median"] == r["mean"] for r in iops)  # one repetition a run
-    assert iops[3]["change_pct"] <= -25 and iops[3]["change_ci_high_pct"] < 0
+    assert iops[3]["change_pct"] <= -40 and iops[3]["change_ci_high_pct"] < 0
     assert len([r for r in records if r["metric"] == "lat_p99_ns"]) == 5
     report = tmp_path / "r.html"
     code, _, err = run_cli(capsys, "report", "--db", db, "--run", "all", "-o", str(report))
     html = report.read_text()
     assert code == 0 and "<h2>History</h2>" in html and "history-1-iops" in html and "history-1-lat_p99_ns" in html
     assert "not which of those caused it" in html
-    assert re.search(r"-[2-6]\d\.\d% \[-\d+\.\d, -\d+\.\d\]", html), err  # the step's mark: about -50 % [..]
+    assert re.search(r"-[4-8]\d\.\d% \[-\d+\.\d, -\d+\.\d\]", html), err  # the step's mark: about -75 % [..]
     code, _, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", "build=b6", "--resume")
     assert code == 2 and "a resumed run keeps the labels it started with" in err, err
 
