@@ -39,11 +39,12 @@ def us_with_ci(estimate: Estimate | None) -> str:
     if estimate is None:
         return "-"
     half = estimate.half_width
-    return us_text(estimate.mean) + ("" if half is None else f" ± {half:,.{_digits(estimate.mean)}f}")
+    return cost_number(estimate.mean) + ("" if half is None else f" ± {half:,.{_digits(estimate.mean)}f}")
 
 
-def us_text(value: float) -> str:
-    """Microseconds: a decimal below 100 (``16.1``), whole above (``1,760``)."""
+def cost_number(value: float) -> str:
+    """A cost figure (µs per I/O, IOPS per core): a decimal below 100 (a monitor's ``2.5``), whole above
+    (``1,760``); `compare`'s cost table shows its means so too."""
     return f"{value:,.{_digits(value)}f}"
 
 

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from storbench.report.compare_tables import VERDICT_STYLE, change_text
+from storbench.report.cost import cost_number
 from storbench.report.export import markdown_cell
 from storbench.report.labels import comparison_label, varying_comparison_lab
 from storbench.report.summary_table import escaped
@@ -70,16 +71,11 @@ def cost_changes(comparisons: Sequence[PointComparison]) -> list[PointCostChange
                 continue
             unit = f" ({metric.unit})" if metric.unit == "µs" else ""
             change, verdict = change_text(c, metric.field)
-            changes.append(CostChange(f"{metric.label}{unit}", _number(cell.baseline.mean),
-                                      _number(cell.candidate.mean), change, verdict))
+            changes.append(CostChange(f"{metric.label}{unit}", cost_number(cell.baseline.mean),
+                                      cost_number(cell.candidate.mean), change, verdict))
         out.append(PointCostChange(comparison_label(c, lab_keys, direction=False), cost_cells(c), tuple(changes),
                                    one_sided))
     return out
-
-
-def _number(value: float) -> str:
-    """A mean as the cost table shows it: one decimal below 100 (a monitor's 2.5 µs), else whole."""
-    return f"{value:,.1f}" if abs(value) < 100 else f"{value:,.0f}"
 
 
 def cost_caption(items: Sequence[PointCostChange]) -> str:
