@@ -14,7 +14,7 @@ import pytest
 
 from storbench.errors import UserError
 from storbench.lab import pacer, volume
-from storbench.lab.pacer import SNAPSHOT_BLOCK, Snapshot
+from storbench.lab.pacer_snapshot import SNAPSHOT_BLOCK, Snapshot
 
 BLOCKS = 8
 

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import run_cli, stored_repetitions, write_plan
-from storbench.lab.pacer import Bucket, Control, read_control, read_rates
+from storbench.lab.pacer import CATCH_UP_S, Bucket, Control, read_control, read_rates
 from storbench.lab.process import pids_with
 from storbench.lab.volume import VolumeLab
 from storbench.lab.volume_conf import (
@@ -37,15 +37,17 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("losetup") is 
                                 reason="needs root, losetup and fio")
 
 
-@given(st.lists(st.tuples(st.floats(0, 0.01), st.integers(512, 1 << 20)), min_size=1, max_size=60),
+@given(st.lists(st.tuples(st.floats(0, 0.01), st.integers(512, 1 << 20), st.booleans()), min_size=1, max_size=60),
        st.integers(1, 50_000), st.sampled_from([None, 10 << 20, 200 << 20]))
 def test_the_bucket_starts_ios_no_faster_than_the_caps_and_never_before_they_arrive(
-        gaps: list[tuple[float, int]], iops: int, bw: int | None) -> None:
+        gaps: list[tuple[float, int, bool]], iops: int, bw: int | None) -> None:
+    """Starts 1/iops (and the previous I/O's bytes) apart; an I/O that finds the volume idle starts no sooner than
+    it arrives, one that finds others queued at most CATCH_UP_S sooner (a turn the pacer was late for)."""
     bucket, now, starts = Bucket(iops, bw), 0.0, []
-    for gap, size in gaps:
+    for gap, size, queued in gaps:
         now += gap
-        start = bucket.admit(now, size)
-        assert start >= now
+        start = bucket.admit(now, size, queued=queued)
+        assert start >= now - (CATCH_UP_S if queued and starts else 0.0)
         if starts:
             previous_start, previous_size = starts[-1]
             assert start - previous_start >= 1 / iops - 1e-12
@@ -65,6 +67,23 @@ def test_the_bucket_keeps_no_credit_while_idle_and_takes_new_caps() -> None:
     bucket.set_rates(None, 4096 * 100)  # 100 4k I/Os per second by bandwidth only
     assert bucket.admit(60.0, 4096) == 60.0 and bucket.admit(60.0, 4096) == pytest.approx(60.01)
     assert Bucket().admit(1.0, 1 << 20) == 1.0  # no caps: never waits
+
+
+def test_a_busy_volume_keeps_the_turns_its_pacer_was_late_for() -> None:
+    """Under CPU steal the pacer woke late, and each late turn was lost for good: 1,500 IOPS delivered 500-1,400
+    in 100 ms windows. With I/Os queued the volume is busy, not idle: a late turn is kept (the I/O starts at once),
+    starts stay a turn apart, and no further back than CATCH_UP_S; idle, or after a restart, nothing is kept."""
+    bucket = Bucket(iops=1000)
+    assert bucket.admit(10.0, 4096) == 10.0
+    late = [bucket.admit(10.030, 4096, queued=True) for _ in range(3)]  # the pacer was held 30 ms
+    assert late == pytest.approx([10.001, 10.002, 10.003])  # each on its own turn, served right away
+    assert bucket.admit(10.030, 4096) == 10.030  # an I/O that finds nothing queued: the volume was idle
+    assert bucket.admit(20.0, 4096, queued=True) == pytest.approx(20.0 - CATCH_UP_S)  # kept, but only so far back
+    assert bucket.admit(20.0, 4096, queued=True) == pytest.approx(20.0 - CATCH_UP_S + 0.001)
+    bucket.restart()  # a stall's end: the I/Os it held are no backlog
+    assert bucket.admit(30.0, 4096, queued=True) == 30.0
+    assert bucket.admit(30.0, 4096, queued=True) == pytest.approx(30.001)
+    assert bucket.set_rates(500, None) and bucket.admit(31.0, 4096, queued=True) == 31.0  # new caps: the same
 
 
 def test_a_restored_cap_applies_to_the_ios_already_waiting() -> None:
@@ -127,18 +146,21 @@ def test_a_paced_point_whose_p99_is_far_above_its_turn_says_the_machine_did_not_
 IOPS_PLAN = """
 name: paced
 targets:
-  volume: {kind: block, expect: {iops: 1500}}
+  volume: {kind: block, expect: {iops: 1000}}
 workload: {rw: randread, bs: 4k, iodepth: [8, 16, 32], runtime: 1s}
-repeat: 3
+repeat: 5
 lab:
-  volume: {size: 256MiB, iops: 1500}
+  volume: {size: 256MiB, iops: 1000}
 """
-# Well below what the pacer serves on a busy 2-core machine: at 3,000 IOPS, CI's runner once saw 2,467. From
-# iodepth 8: at 1, once at 2 and once at 4 (a full suite, 2026-11-28: 1,418 ± 81), the pacer idled while fio turned
+# Well below what the pacer serves on a busy 2-core machine: at 3,000 IOPS, CI's runner once saw 2,467, and at
+# 1,500 with a third of the CPU stolen single repetitions fell to 1,300 or lower (CI, 2026-12-03). From iodepth 8:
+# at 1, once at 2 and once at 4 (a full suite, 2026-11-28: 1,418 ± 81 of 1,500), the pacer idled while fio turned
 # an I/O around (95 % of the cap, and iodepth 32's +5 % a real rise, "under-driven", as the verdict rightly said).
-CAP_IOPS = 1500
+# Five repetitions a depth: "at its declared" needs each interval within 5 % of the cap, and three (t = 4.3) had
+# been wider than that with one repetition a few % low ("near its declared", the same CI run).
+CAP_IOPS = 1000
 # At the cap each I/O waits its turn: mean latency depth / cap (Little's law), evenly. Stated factors: the mean
-# within 0.75-1.5 of it (at iodepth 8 the path's own ~0.1 ms hides under the 5.3 ms turn), the p99 at least the
+# within 0.75-1.5 of it (at iodepth 8 the path's own ~0.1 ms hides under the 8 ms turn), the p99 at least the
 # mean and at most 3 times depth / cap. The kernel's block throttle, which this lab used before, gave p99 48 times
 # depth / cap at iodepth 6 (97 ms) and a p99 below the mean at iodepth 1.
 MEAN_FACTOR = (0.75, 1.5)
@@ -152,10 +174,10 @@ def test_a_paced_volume_answers_as_a_provisioned_one_littles_law_at_every_depth(
     db = tmp_path / "r.db"
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, IOPS_PLAN)), "--db", str(db))
     assert code == 0, out + err
-    assert "volume lab: up (/dev/loop" in out and "paced at 1,500 IOPS, reads and writes together" in out, out
+    assert "volume lab: up (/dev/loop" in out and "paced at 1,000 IOPS, reads and writes together" in out, out
     code, out, err = run_cli(capsys, "export", "--db", str(db), "--format", "json")
     records = json.loads(out)
-    assert {int(r["iodepth"]) for r in records} == {8, 16, 32} and len(records) == 9
+    assert {int(r["iodepth"]) for r in records} == {8, 16, 32} and len(records) == 15
     for row in records:
         depth, iops = int(row["iodepth"]), float(row["iops"])
         assert 0.9 * CAP_IOPS <= iops <= 1.03 * CAP_IOPS, row  # the cap holds at every depth
@@ -167,7 +189,7 @@ def test_a_paced_volume_answers_as_a_provisioned_one_littles_law_at_every_depth(
     assert code == 0, err
     verdicts = [line for line in out.splitlines() if line.strip().startswith("volume randread")]
     assert len(verdicts) == 3 and all("capped beyond this host" in line for line in verdicts), out
-    assert "at its declared 1,500 IOPS" in out and "under-driven" not in out
+    assert "at its declared 1,000 IOPS" in out and "under-driven" not in out
     code, shown, err = run_cli(capsys, "show", "--db", str(db), "--format", "json")
     assert code == 0 and not any(w["code"] == "throttle_latency" for p in json.loads(shown) for w in p["warnings"])
     code, out, err = run_cli(capsys, "saturation", "--db", str(db))
