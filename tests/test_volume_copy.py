@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from storbench.errors import UserError
-from storbench.lab import pacer, volume
+from storbench.lab import pacer_snapshot, volume
 from storbench.lab.pacer_snapshot import SNAPSHOT_BLOCK, Snapshot
 
 BLOCKS = 8
@@ -60,7 +60,7 @@ def test_a_snapshot_with_no_room_is_no_copy_and_keeping_a_block_raises_nothing(
         def no_room(fd: int, data: bytes, offset: int) -> int:
             raise OSError(errno.ENOSPC, "No space left on device")
 
-        monkeypatch.setattr(pacer.os, "pwrite", no_room)
+        monkeypatch.setattr(pacer_snapshot.os, "pwrite", no_room)
         snapshot.before_write(0, 4096)  # the volume's own write is not stopped by it
         assert snapshot.finish() == "No space left on device"
     finally:

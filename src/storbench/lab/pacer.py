@@ -8,8 +8,9 @@ the median at 4 µs and p99.9 at 98 ms, and iodepth 6 missed a 5 ms p99 that a r
 evenly, Little's law). Here every request is admitted at the earliest time the rate allows after the previous
 one (a token bucket of depth one, refilled continuously), so at saturation each I/O waits depth / cap. While
 I/Os are queued the volume is busy, and a turn the pacer itself was late for (a busy machine held it off its CPU)
-is kept, up to CATCH_UP_S of them: a provisioned volume with a queue serves at its cap, and a 2-core VM losing a
-third of its CPU to steal had delivered 500-1,400 of 1,500 IOPS in 100 ms windows.
+is kept, at most CATCH_UP_S back and never from before the volume went busy: a provisioned volume with a queue
+serves at its cap, and a 2-core VM losing a third of its CPU to steal had delivered 500-1,400 of 1,500 IOPS in
+100 ms windows.
 
 `Bucket` is the pure rule; `serve` (shell) mounts the file with pyfuse3 (libfuse 3) and runs until SIGTERM.
 Run as ``python -m storbench.lab.pacer --backing FILE --mount DIR --rates CONTROL.json``; the control file holds
@@ -43,8 +44,9 @@ class Bucket:
     one's bytes at ``bw_bytes_per_s``; an idle volume keeps no credit (no burst beyond one I/O). Reads and writes
     share the limits, as a provisioned volume's do. Times in seconds on any monotonic clock.
 
-    An I/O that arrives while others are queued (``queued``) takes the turn after theirs even when it is already
-    past, back to CATCH_UP_S before now: the pacer was late, the volume not idle. Starts stay 1/iops apart."""
+    While the volume is busy (I/Os queued since ``busy_since_s``), an I/O takes the turn after the previous one even
+    when it is already past, back to CATCH_UP_S before now and never before the volume went busy: the pacer was
+    late, the volume not idle. Turns stay 1/iops apart; an I/O on a past turn starts at once."""
 
     iops: float | None = None
     bw_bytes_per_s: float | None = None
@@ -66,12 +68,15 @@ class Bucket:
         caps, or a stall's end: the I/Os it held are not a backlog to serve at once)."""
         self._next_io_s = self._next_byte_s = float("-inf")
 
-    def admit(self, now_s: float, size_bytes: int, queued: bool = False) -> float:
+    def admit(self, now_s: float, size_bytes: int, busy_since_s: float | None = None) -> float:
         """The start time of an I/O of ``size_bytes`` that arrives at ``now_s``; the bucket is charged for it.
-        ``queued``: others were waiting or being served when it came (it may then start up to CATCH_UP_S before
-        now, right away, on a turn the pacer was late for)."""
+        ``busy_since_s``: when the pacer last went from no I/O to some (this one's arrival if it found none): a turn
+        since then the pacer was late for is kept, at most CATCH_UP_S back (the I/O starts right away)."""
         turn = max(self._next_io_s, self._next_byte_s)
-        start = max(now_s - CATCH_UP_S if queued and turn > float("-inf") else now_s, turn)
+        floor = now_s
+        if busy_since_s is not None and turn > float("-inf"):
+            floor = max(now_s - CATCH_UP_S, busy_since_s)
+        start = max(floor, turn)
         if self.iops:
             self._next_io_s = start + 1 / self.iops
         if self.bw_bytes_per_s:
@@ -193,13 +198,20 @@ def serve(backing: str, mount: str, rates: str) -> None:
         finally:
             os.close(timer)
 
-    in_pacer = [0]  # I/Os waiting for their turn or being served: more than the one admitted is a queue
+    # I/Os waiting for their turn or being served, and when that last went from none to some: the volume is busy
+    # from then on, and a turn since then the pacer was late for is kept (`Bucket.admit`)
+    in_pacer, busy_since_s = [0], [0.0]
+
+    def arrived() -> None:
+        if in_pacer[0] == 0:
+            busy_since_s[0] = time.monotonic()
+        in_pacer[0] += 1
 
     async def paced(size_bytes: int) -> None:
         """Until this I/O may start: the volume thawed, and its turn at the caps in force."""
         while True:
             await thawed.wait()
-            if await start_at(bucket.admit(time.monotonic(), size_bytes, queued=in_pacer[0] > 1)):
+            if await start_at(bucket.admit(time.monotonic(), size_bytes, busy_since_s[0])):
                 return
 
     files = _Open(os.open(control.backing or backing, os.O_RDWR), control.backing or backing)
@@ -245,7 +257,7 @@ def serve(backing: str, mount: str, rates: str) -> None:
             return pyfuse3.FileInfo(fh=inode, direct_io=True, keep_cache=False)  # no page cache above the pacer
 
         async def read(self, fh: int, off: int, size_bytes: int) -> bytes:
-            in_pacer[0] += 1
+            arrived()
             try:
                 await paced(size_bytes)
                 return os.pread(files.fd, size_bytes, off)
@@ -253,7 +265,7 @@ def serve(backing: str, mount: str, rates: str) -> None:
                 in_pacer[0] -= 1
 
         async def write(self, fh: int, off: int, buf: bytes) -> int:
-            in_pacer[0] += 1
+            arrived()
             try:
                 await paced(len(buf))
                 if taking.snapshot is not None:  # the blocks it lands on, as they were at the snapshot's moment

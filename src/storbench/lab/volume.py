@@ -220,9 +220,9 @@ class VolumeLab(LabRoot):
         return served, next(copy for copy in self.copies if copy != served)
 
     def keep_copy(self) -> None:
-        """Have the pacer snapshot the file served at this moment into the slot not served (`lab.pacer.Snapshot`:
-        every write acknowledged after it missing, every one before in it), once it says it took it; a copy that
-        fails (no room) is said, and leaves nothing a later `serve_copy` could serve."""
+        """Have the pacer snapshot the file served at this moment into the slot not served
+        (`lab.pacer_snapshot.Snapshot`: every write acknowledged after it missing, every one before in it), once it
+        says it took it; a copy that fails (no room) is said, and leaves nothing a later `serve_copy` could serve."""
         _, spare = self._slots()
         for leftover in (spare, *self._markers(spare)):
             leftover.unlink(missing_ok=True)

@@ -49,7 +49,7 @@ def cost_number(value: float) -> str:
 
 
 def _digits(value: float) -> int:
-    return 1 if value < 100 else 0
+    return 1 if abs(value) < 100 else 0
 
 
 def cost_points(points: Sequence[PointSummary]) -> list[PointSummary]:
