@@ -269,7 +269,7 @@ telemetry: {{enabled: false}}
 lab:
   volume: {{size: 32MiB, iops: {iops}}}
 """
-HIGH_IOPS, LOW_IOPS = 1000, 250
+HIGH_IOPS, LOW_IOPS = 1000, 100
 
 
 @pytest.mark.fio
@@ -279,9 +279,9 @@ HIGH_IOPS, LOW_IOPS = 1000, 250
 def test_a_lab_setting_changed_half_way_shows_in_history_and_fails_the_gate(
         store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         request: pytest.FixtureRequest) -> None:
-    """Nightly runs of one plan on the volume lab, labelled by build: three at a 1,000 IOPS cap, then the cap
-    quartered. The newest run fails `--fail-on-regression` against the three before; once a second run shows the new
-    level, history marks the change at the first of them, names the lab setting and the label that changed with
+    """Nightly runs of one plan on the volume lab, labelled by build: three at a 1,000 IOPS cap, then the cap cut
+    to a tenth. The newest run fails `--fail-on-regression` against the three before; once a second run shows the
+    new level, history marks the change at the first of them, names the lab setting and the label that changed with
     it, and the newest run is judged against the new level. The same in an SQLite file and in a PostgreSQL
     database a team would share."""
     from storbench.lab.volume import VolumeLab
@@ -296,7 +296,8 @@ def test_a_lab_setting_changed_half_way_shows_in_history_and_fails_the_gate(
 
 
 def _nightly_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    # caps the user-space pacer keeps even with CPU stolen (a 2,000 cap delivered 1,233-1,522 on one such day)
+    # a step far beyond the runs' own noise: with CPU stolen the pacer delivered 1,233-1,522 of a 2,000 cap one
+    # day and 688-873 of a 1,000 cap another (its 3 runs' interval for one more run then reached down to 233)
     for night, iops in enumerate((HIGH_IOPS, HIGH_IOPS, HIGH_IOPS, LOW_IOPS), start=1):
         plan = write_plan(tmp_path, VOLUME_PLAN.format(iops=iops), f"night{night}.yaml")
         code, out, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", f"build=b{night}")
@@ -315,7 +316,7 @@ def _nightly_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -
     assert "not which of those caused it" in out  # co-occurrence, said as such
     assert f"recorded: lab volume_iops {HIGH_IOPS} -> {LOW_IOPS}" in out  # what storbench recorded, where it changed
     assert re.search(r"run +1 .*\n +recorded: storbench [^,]+, fio fio-\d", out), out  # all of it, first run
-    # the cap quartered (-75 %); even were the high cap's runs to reach only half of it: a step of -40 % or more
+    # the cap cut to a tenth (-90 %); even were the high cap's runs to reach only a fifth of it: -40 % or more
     assert float(change.split(", ")[1].split("%")[0]) <= -40, change
     code, out, err = run_cli(capsys, "history", "--db", db, "--format", "json", "--metric", "iops,lat_p99_ns")
     records = json.loads(out)
@@ -331,7 +332,7 @@ def _nightly_runs(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -
     html = report.read_text()
     assert code == 0 and "<h2>History</h2>" in html and "history-1-iops" in html and "history-1-lat_p99_ns" in html
     assert "not which of those caused it" in html
-    assert re.search(r"-[4-8]\d\.\d% \[-\d+\.\d, -\d+\.\d\]", html), err  # the step's mark: about -75 % [..]
+    assert re.search(r"-[4-9]\d\.\d% \[-\d+\.\d, -\d+\.\d\]", html), err  # the step's mark: about -90 % [..]
     code, _, err = run_cli(capsys, "run", str(plan), "--db", db, "--label", "build=b6", "--resume")
     assert code == 2 and "a resumed run keeps the labels it started with" in err, err
 

@@ -354,7 +354,7 @@ def test_the_nfs_servers_link_cut_for_a_second_stops_io_until_tcp_retries_after_
 
 
 
-# the same cut 1.5 s into file creates and stats, 20,000 files a job, once each
+# the same cut 1.5 s into file creates and stats, 5,000 files a job, once each
 CREATE_CUT_PLAN = (CUT_PLAN.replace("workload: {rw: randwrite, bs: 4k, iodepth: 4, runtime: 7s, ramp: 1s}",
                                     "workload: {rw: [create, stat], files: 5000, numjobs: 2, runtime: 60s}")
                    .replace("repeat: 2", "repeat: 1").replace("timeout_grace: 20s", "timeout_grace: 30s")
