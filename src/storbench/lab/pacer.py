@@ -198,21 +198,24 @@ def serve(backing: str, mount: str, rates: str) -> None:
         finally:
             os.close(timer)
 
-    # I/Os waiting for their turn or being served, and when that last went from none to some: the volume is busy
-    # from then on, and a turn since then the pacer was late for is kept (`Bucket.admit`)
-    in_pacer, busy_since_s = [0], [0.0]
-
-    def arrived() -> None:
-        if in_pacer[0] == 0:
-            busy_since_s[0] = time.monotonic()
-        in_pacer[0] += 1
+    # I/Os waiting for their turn, and when that last went from none to some: the volume is busy from then on, and
+    # a turn since then the pacer was late for is kept (`Bucket.admit`). An I/O past its turn is served without a
+    # pause (pread and pwrite block the loop), so those waiting are all the pacer holds.
+    waiting_ios, busy_since_s = 0, 0.0
 
     async def paced(size_bytes: int) -> None:
         """Until this I/O may start: the volume thawed, and its turn at the caps in force."""
-        while True:
-            await thawed.wait()
-            if await start_at(bucket.admit(time.monotonic(), size_bytes, busy_since_s[0])):
-                return
+        nonlocal waiting_ios, busy_since_s
+        if waiting_ios == 0:
+            busy_since_s = time.monotonic()
+        waiting_ios += 1
+        try:
+            while True:
+                await thawed.wait()
+                if await start_at(bucket.admit(time.monotonic(), size_bytes, busy_since_s)):
+                    return
+        finally:
+            waiting_ios -= 1
 
     files = _Open(os.open(control.backing or backing, os.O_RDWR), control.backing or backing)
     size = os.fstat(files.fd).st_size
@@ -257,22 +260,14 @@ def serve(backing: str, mount: str, rates: str) -> None:
             return pyfuse3.FileInfo(fh=inode, direct_io=True, keep_cache=False)  # no page cache above the pacer
 
         async def read(self, fh: int, off: int, size_bytes: int) -> bytes:
-            arrived()
-            try:
-                await paced(size_bytes)
-                return os.pread(files.fd, size_bytes, off)
-            finally:
-                in_pacer[0] -= 1
+            await paced(size_bytes)
+            return os.pread(files.fd, size_bytes, off)
 
         async def write(self, fh: int, off: int, buf: bytes) -> int:
-            arrived()
-            try:
-                await paced(len(buf))
-                if taking.snapshot is not None:  # the blocks it lands on, as they were at the snapshot's moment
-                    taking.snapshot.before_write(off, len(buf))
-                return os.pwrite(files.fd, buf, off)
-            finally:
-                in_pacer[0] -= 1
+            await paced(len(buf))
+            if taking.snapshot is not None:  # the blocks it lands on, as they were at the snapshot's moment
+                taking.snapshot.before_write(off, len(buf))
+            return os.pwrite(files.fd, buf, off)
 
         async def fsync(self, fh: int, datasync: bool) -> None:
             await thawed.wait()
