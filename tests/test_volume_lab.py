@@ -298,7 +298,7 @@ lab:
 
 
 def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
-    """(numjobs, IOPS) of the best point within p99<=36ms among a database's stored points, by the search's own
+    """(numjobs, IOPS) of the best point within mean<=20ms among a database's stored points, by the search's own
     rule, and how many points it holds."""
     from storbench.model.objective import parse_slo
     from storbench.stats.observations import Observation, observations
@@ -308,7 +308,7 @@ def _best_under_objective(db: Path) -> tuple[int | None, float | None, int]:
     store = open_store(db)
     repetitions = store.repetitions([r.run_id for r in store.runs()])
     store.close()
-    objective = parse_slo("p99<=36ms")
+    objective = parse_slo("mean<=20ms")
     found: dict[int, list[Observation]] = {}
     for o in observations(repetitions):
         found.setdefault(o.case.workload.numjobs, []).append(o)
@@ -324,17 +324,15 @@ def test_the_search_finds_the_grids_best_iops_within_the_objective_with_fewer_po
         lab_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Each fio job is held to 112 IOPS and the volume to 600: up to 4 jobs the volume keeps up (448 IOPS, three
     quarters of its cap: short queues), from 6 on more is asked than the cap and every job's 4 I/Os queue at it (24
-    or more in flight: 40 ms and up by Little's law). The search over numjobs 1..12 must give the full grid's best
-    IOPS within p99<=36ms — 4 jobs, 448 IOPS, as the whole grid gave when it was run beside it (1, 2, 3, 4, 6, 8
-    and 12 jobs: 27 s more of the suite) — from fewer points. (A paced volume queues like a real one: at 90 % of
-    its cap the p99 came near the objective and the answer straddled it. Rates are a quarter of what they were
-    first, twice halved: CI's busy runner once served 4 jobs at 2,400 IOPS too slowly for 8 ms, and on a machine
-    with a third of its CPU stolen 4 jobs at 900 IOPS missed 18 ms (2026-12-03): a stall of a few ms weighs half
-    as much on turns twice as long. The objective sits between 4 jobs' worst case, 16 in flight at the cap =
-    26.7 ms, and 6 jobs' 40 ms.)"""
+    or more in flight: a mean of 40 ms and up by Little's law). The search over numjobs 1..12 must give the full
+    grid's best IOPS within mean<=20ms — 4 jobs, 448 IOPS, as the whole grid gave when it was run beside it (1, 2,
+    3, 4, 6, 8 and 12 jobs: 27 s more of the suite) — from fewer points. (Rates are a quarter of what they were
+    first: CI's busy runner once served 4 jobs at 2,400 IOPS too slowly. The objective is on the mean, as Little's
+    law sets it: a p99 of 111 I/Os a repetition is about their largest one or two, and one stall of the VM (28 ms,
+    in one of three repetitions at 1 job, 2026-12-03) put its interval over a p99 objective at the lowest load.)"""
     search_db = tmp_path / "search.db"
     searched = SEARCH_PLAN.format(name="search", numjobs=1,
-                                  search="search: {axis: numjobs, range: [1, 12], slo: p99<=36ms}\n")
+                                  search="search: {axis: numjobs, range: [1, 12], slo: mean<=20ms}\n")
     code, out, err = run_cli(capsys, "run", str(write_plan(tmp_path, searched, "search.yaml")), "--db",
                              str(search_db))
     assert code == 0, out + err
