@@ -101,7 +101,7 @@ def depth_notes(cases: Sequence[Case]) -> list[str]:
         w = case.workload
         if w.iodepth <= 1 or is_metadata(w.rw) or is_volume_operation(w.rw):
             continue
-        if w.ioengine in SYNC_ENGINES - {"vsync"}:  # vsync queues iodepth I/Os and merges adjacent ones
+        if w.ioengine in SYNC_ENGINES:  # vsync too: fio caps it at 1 ("queue depth will be capped at 1")
             sync.setdefault(w.ioengine, set()).add(w.iodepth)
         elif w.ioengine == "libaio" and not w.direct:
             buffered.add(w.iodepth)
