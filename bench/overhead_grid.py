@@ -2,7 +2,9 @@
 """A 7-point iodepth grid three ways, side by side: `storbench run`, plain fio (the same job files by hand, one
 after another) and fio-plot's bench-fio (when given). Arms alternate round by round (A B C, C B A, ...) so drift
 hits all of them. Prints each arm's wall time, storbench's time outside fio (its start-up to the first fio, the gaps
-between repetitions, the end after the last) and its per-run overhead against plain fio; asserts nothing about time.
+between repetitions, the end after the last), bench-fio's start-up measured the same way (a shim fio on its PATH
+stamps the first fio it measures with) and storbench's per-run overhead against plain fio; asserts nothing about
+time.
 
     .venv/bin/python bench/overhead_grid.py [--rounds 3] [--runtime 1] [--bench-fio /path/to/bench-fio]
 
@@ -13,6 +15,9 @@ fio-plot) and pass its path.
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -89,14 +94,48 @@ def fio_arm(jobs: list[Path], work: Path) -> float:
     return time.perf_counter() - started
 
 
-def bench_fio_arm(bench_fio: str, data: Path, out: Path, runtime: int) -> float:
+@dataclass(frozen=True)
+class BenchFioTimes:
+    """One bench-fio run of the grid: its wall time and its start-up, to the first fio it measures with."""
+
+    wall_s: float
+    before_first_s: float
+
+
+FIO_SHIM = """#!/bin/sh
+# bench-overhead's fio for bench-fio: stamps the first fio it measures with (not its `fio --version` check)
+case "$*" in *--version*) ;; *) [ -e "$STORBENCH_BENCH_STAMP" ] || date +%s.%N > "$STORBENCH_BENCH_STAMP" ;; esac
+exec {fio} "$@"
+"""
+
+
+def bench_fio_arm(bench_fio: str, data: Path, out: Path, runtime: int, shim_dir: Path) -> BenchFioTimes:
+    """Times one bench-fio run; the fio on its PATH is a shim that stamps the first benchmark fio's start (bench-fio
+    starts fio by name), so its start-up is measured as storbench's is: from the command to its first fio."""
     subprocess.run(["rm", "-rf", str(out)], check=True)
     out.mkdir()
+    stamp = shim_dir / "first-fio"
+    stamp.unlink(missing_ok=True)
+    env = dict(os.environ, PATH=f"{shim_dir}:{os.environ.get('PATH', '')}", STORBENCH_BENCH_STAMP=str(stamp))
+    started_wall = time.time()
     started = time.perf_counter()
     subprocess.run([bench_fio, "-d", str(data), "-t", "directory", "-s", "64M", "-o", str(out), "-b", "4k",
                     "--iodepth", *map(str, DEPTHS), "--numjobs", "1", "--runtime", str(runtime), "-m", "randread",
-                    "--direct", "0", "--time-based", "--quiet"], check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
+                    "--direct", "0", "--time-based", "--quiet"], check=True, stdout=subprocess.DEVNULL, env=env)
+    wall = time.perf_counter() - started
+    return BenchFioTimes(wall_s=wall, before_first_s=float(stamp.read_text()) - started_wall)
+
+
+def fio_shim(directory: Path) -> Path:
+    """A directory whose `fio` stamps and then runs this machine's fio (for bench-fio's arm)."""
+    real = shutil.which("fio")
+    if real is None:
+        raise SystemExit("fio is not on PATH")
+    directory.mkdir()
+    shim = directory / "fio"
+    shim.write_text(FIO_SHIM.format(fio=shlex.quote(real)))
+    shim.chmod(0o755)
+    return directory
 
 
 def main() -> int:
@@ -122,6 +161,8 @@ def main() -> int:
         arms = ["storbench", "fio"] + (["bench-fio"] if args.bench_fio else [])
         walls: dict[str, list[float]] = {arm: [] for arm in arms}
         runs: list[StorbenchTimes] = []
+        bench_fio_runs: list[BenchFioTimes] = []
+        shim_dir = fio_shim(work / "fio-shim")
         for round_index in range(args.rounds):
             for arm in arms if round_index % 2 == 0 else reversed(arms):
                 if arm == "storbench":
@@ -130,8 +171,9 @@ def main() -> int:
                 elif arm == "fio":
                     wall = fio_arm(jobs, work)
                 else:
-                    wall = bench_fio_arm(args.bench_fio, work / "bench-fio-data", work / "bench-fio-out",
-                                         args.runtime)
+                    bench_fio_runs.append(bench_fio_arm(args.bench_fio, work / "bench-fio-data",
+                                                        work / "bench-fio-out", args.runtime, shim_dir))
+                    wall = bench_fio_runs[-1].wall_s
                 walls[arm].append(wall)
             print(f"round {round_index + 1}: " + " | ".join(f"{arm} {walls[arm][-1]:.2f}s" for arm in arms))
         median = {arm: statistics.median(values) for arm, values in walls.items()}
@@ -152,6 +194,10 @@ def main() -> int:
               "per-run overhead; goal within 3 %)")
         print(f"  and outside fio             {outside:6.2f}s, of which (medians of each part):")
         print(f"    start-up, to the first fio {before:6.2f}s  (Python, imports, checks; goal at most 0.5 s)")
+        if bench_fio_runs:
+            peer = statistics.median(run.before_first_s for run in bench_fio_runs)
+            print(f"    bench-fio's, the same way  {peer:6.2f}s  (its Python start-up and `fio --version` check, "
+                  "this machine, these rounds)")
         print(f"    between repetitions        {between:6.2f}s  ({len(DEPTHS) - 1} gaps: store, progress, next job)")
         print(f"    after the last fio         {after:6.2f}s  (the closing table, the test file removed)")
     return 0
