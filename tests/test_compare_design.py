@@ -458,3 +458,28 @@ def test_a_selectors_repetition_keys_choose_the_pairs_and_run_means_too() -> Non
                                      parse_selector("pool_size=3,repeat=1"), {}, interleaved_runs=frozenset({1}))
     iops = qd16.cell("iops")
     assert iops is not None and iops.difference is not None and iops.difference.change_pct > 35, iops.difference
+
+
+def test_the_gate_gives_its_worst_cells_interval_and_claims_no_regression_only_as_not_shown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run 4 % lower: four cells are worse beyond 4 % at 5 % each, none at the 5 % shared over the table's eight.
+    The gate passes and says a regression is neither shown nor ruled out (it had said "no regression ... as some of
+    many cells do by chance", reading a test that did not decide as one that showed no change), with the worst
+    cell's change and interval; a run 10 % lower fails it, its worst change given with the interval it was judged
+    at."""
+    def gate(factor: float) -> tuple[int, str]:
+        db = tmp_path / f"gate-{factor}.db"
+        _store(db, _rounds(1, 1))
+        _store(db, _rounds(2, 2, factor=factor))
+        code, _, err = run_cli(capsys, "compare", "--db", str(db), "--baseline", "run=1", "--candidate", "run=2",
+                               "--fail-on-regression", "4")
+        return code, " ".join(err.split())
+
+    code, said = gate(0.96)
+    assert code == 0 and "no regression shown with the 5 % error rate shared over 8 cells" in said, said
+    assert re.search(r"4 cells look worse beyond 4 % at 5 % each \(worst IOPS -\d+\.\d % \[-\d+\.\d, -\d+\.\d\] "
+                     r"at rbd randwrite 4k qd\d+ write, its 95 % interval\)", said), said
+    assert "neither shown nor ruled out" in said and "by chance" not in said
+    code, said = gate(0.90)
+    assert code == 1 and re.search(r"regression: 8 significantly worse cells beyond 4 % .*; worst IOPS -\d+\.\d % "
+                                   r"\[-\d+\.\d, -\d+\.\d\] at rbd randwrite 4k qd\d+ write$", said), said
