@@ -286,6 +286,18 @@ BAD_PLANS = [
                                                    ("50% is a share of a file",))),
     case("verify-async-threads-beyond-reason", Bad(BASE + "  fio: {verify_async: 1000000}\n", 8,
                                                     "workload.fio.verify_async", ("a whole number 0-64",))),
+    # fio copies a directory and its file's name into one 4,096-byte buffer, and Linux takes no name over 255 bytes
+    # (plan had crashed on ENAMETOOLONG); the length is said, not the text, which would fill the screen
+    case("path-longer-than-fio-takes", Bad(BASE.replace("path: ./data", "path: /srv/" + "/".join(["a" * 9] * 150)),
+                                           3, "targets.scratch.path", ("it is 1,504 characters long: a path of "
+                                                                       "at most 1,024 is taken",),
+                                           absent=("aaaaaaaaa/aaaaaaaaa",))),
+    case("path-name-longer-than-linux-takes", Bad(BASE.replace("path: ./data", "path: ./" + "d" * 256), 3,
+                                                  "targets.scratch.path", ("one of its names is 256 bytes long: Linux "
+                                                                           "takes at most 255 between slashes",))),
+    case("device-name-longer-than-linux-takes", Bad(BASE.replace("{kind: path, path: ./data, size: 1MiB}",
+                                                                 "{kind: block, device: /dev/" + "d" * 300 + "}"), 3,
+                                                    "targets.scratch.device", ("one of its names is 300 bytes",))),
     # ---- repetitions that stop when decided ---------------------------------------------------------
     case("until-decided-without-compare", Bad(BASE + "repeat: {min: 3, max: 10, until: decided}\n", 8,
                                               "repeat.until", ("needs the comparison to decide",

@@ -608,6 +608,15 @@ def test_a_plan_that_would_run_more_processes_than_the_machine_has_is_refused(
     fits = text.replace("numjobs: 4096", "numjobs: 4").replace("verify_async: 64", "verify_async: 2")
     code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, fits, "fits.yaml")))
     assert code == 0, out + err
+    # io_submit_mode: offload starts a submitter thread per iodepth in each job (fio's rate-submit workqueue):
+    # 2 jobs at iodepth 65,536 are 131,075 tasks, not the 3 they had passed as
+    offload = text.replace("numjobs: 4096, fio: {verify: 0, verify_async: 64}",
+                           "numjobs: 2, iodepth: 65536, fio: {io_submit_mode: offload}")
+    code, _, err = run_cli(capsys, "plan", str(write_plan(tmp_path, offload, "offload.yaml")))
+    assert code == 2 and "needs 131,075 processes and threads: fio's 131,075 (numjobs 2 x (1 + verify_async 0 + " \
+        "offload's submitters (iodepth) 65,536) + 1, x clients 1)" in " ".join(err.split()), err
+    code, out, err = run_cli(capsys, "plan", str(write_plan(tmp_path, offload.replace("65536", "16"), "o16.yaml")))
+    assert code == 0, out + err
     # the Ceph lab's OSD threads count too: 16 OSDs of 64 shards x 32 threads had passed as fio's 2 tasks
     osds = textwrap.dedent("""\
         name: x

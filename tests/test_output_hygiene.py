@@ -290,3 +290,16 @@ def test_run_progress_lines_show_a_failed_repetition_as_written(tmp_path: Path) 
         shown = output.getvalue()
         assert f"fio said \\x1b]0;pwned\\x07\\x1b[2J[/oops] {MARKUP}" in shown, shown
         assert "\x1b]" not in shown and "\x07" not in shown and CLEAR not in shown
+
+
+def test_markdown_cells_make_no_bare_link_of_a_value() -> None:
+    """GitHub links a bare www.x.y and scheme://x in text: a target named www.evil.example had been a link in
+    `show --format markdown`. The escapes below render as the text itself (checked with cmark-gfm 2026-12-03:
+    no <a> for any of these)."""
+    from storbench.report.export import markdown_cell
+
+    assert markdown_cell("www.evil.example") == "www\\.evil.example"
+    assert markdown_cell("WWW.Evil.example") == "WWW\\.Evil.example"
+    assert markdown_cell("see https://x.example/p") == "see https\\://x.example/p"
+    assert markdown_cell("a.www.b|c") == "a.www\\.b\\|c"
+    assert markdown_cell("plain-name_4k") == "plain-name_4k"

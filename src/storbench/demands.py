@@ -192,11 +192,19 @@ def memory_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
     return out
 
 
+def job_threads(case: Case) -> tuple[int, int, int]:
+    """A job's threads besides its own: verify_async's, `io_submit_mode: offload`'s submitters (fio starts one per
+    iodepth: its rate-submit workqueue) and io_uring's `sqthread_poll` kernel thread."""
+    options = dict(case.workload.fio_options)
+    return (int(options.get("verify_async", "0")),
+            case.workload.iodepth if options.get("io_submit_mode") == "offload" else 0,
+            1 if options.get("sqthread_poll") == "1" else 0)
+
+
 def fio_tasks(case: Case) -> int:
-    """The processes and threads fio runs for a case: each job (numjobs) with its verify_async threads, and fio's
-    own, per client."""
-    asynchronous = int(dict(case.workload.fio_options).get("verify_async", "0"))
-    return (case.workload.numjobs * (1 + asynchronous) + 1) * case.clients
+    """The processes and threads fio runs for a case: each job (numjobs) with its own threads (`job_threads`), and
+    fio's own, per client."""
+    return (case.workload.numjobs * (1 + sum(job_threads(case))) + 1) * case.clients
 
 
 OSD_OWN_THREADS = 64  # an OSD's threads besides its op workers and messengers (about 60 in Ceph 16)
@@ -221,10 +229,13 @@ def task_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
     if local:
         case = max(local, key=fio_tasks)
         w = case.workload
-        asynchronous = dict(w.fio_options).get("verify_async", "0")
-        needs.append(Need(("workload", "numjobs"), f"fio's {fio_tasks(case):,} (numjobs {w.numjobs} x (1 + "
-                          f"verify_async {asynchronous}) + 1, x clients {case.clients})", fio_tasks(case),
-                          "lower numjobs, clients or verify_async"))
+        asynchronous, submitters, polling = job_threads(case)
+        own = "".join(f" + {name} {count:,}" for name, count in (
+            ("verify_async", asynchronous), ("offload's submitters (iodepth)", submitters),
+            ("sqthread_poll", polling)) if count or name == "verify_async")
+        needs.append(Need(("workload", "numjobs"), f"fio's {fio_tasks(case):,} (numjobs {w.numjobs} x (1{own}) + 1, "
+                          f"x clients {case.clients})", fio_tasks(case),
+                          "lower numjobs, clients, verify_async or the offloaded iodepth"))
     points = [c.lab.ceph for c in cases if c.lab.ceph is not None]
     if points:
         each = max(osd_threads(p) for p in points)

@@ -30,7 +30,12 @@ def check_yaml_limits(text: str, source_name: str) -> None:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_PLAN_BYTES:
         raise _limit(source_name, 1, f"it is larger than {MAX_PLAN_BYTES // 1024} KiB",
                      "a plan is a few kilobytes: sweep with lists, not by repeating cases")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    _scan(text, source_name, getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _scan(text: str, source_name: str, loader: type) -> None:
+    """The limits on ``loader``'s event stream. Where libyaml finds a syntax error the plan's own loader (PyYAML's
+    parser) may not (`%YAML 1.3`: libyaml refuses it, PyYAML warns and reads on), so its events are scanned then."""
     depth = aliases = documents = nodes = 0
     anchors: dict[str, int] = {}  # anchor -> nodes it stands for, aliases expanded
     open_nodes: list[tuple[str | None, int]] = []  # (anchor, nodes so far) of each open collection
@@ -83,6 +88,8 @@ def check_yaml_limits(text: str, source_name: str) -> None:
             mark = exc.problem_mark or exc.context_mark
             raise _limit(source_name, mark.line + 1 if mark else 1,
                          f"it nests deeper than {MAX_PLAN_DEPTH} levels", "plans are a few levels deep") from None
+        if loader is not yaml.SafeLoader:  # what the plan's loader reads, scanned as it reads it
+            _scan(text, source_name, yaml.SafeLoader)
         return  # a syntax error: the loader says where, with its hint
     except yaml.YAMLError as exc:  # not even YAML text (control characters, ...)
         raise UserError(f"not a YAML text: {exc}".splitlines()[0], where=f"{source_name}:1",

@@ -18,6 +18,7 @@ from storbench.config.values import (
     Size,
     StrictModel,
     matching,
+    path_length_problem,
 )
 from storbench.model import (
     DEFAULT_FIO_IMAGE,
@@ -118,7 +119,7 @@ class PathTargetConfig(StrictModel):
     kind: Literal["path"] = Field(description="`path`")
     path: Annotated[str, matching(SAFE_PATH_RE, "path {value!r} has characters storbench will not pass to fio "
                                   "(allowed: letters, digits, _ . / + @ % , = ~ - and a space, but not at "
-                                  "either end: fio would strip it)")] = Field(
+                                  "either end: fio would strip it)", path=True)] = Field(
         description="Directory for the test files; its last component is created if missing (its parent must "
         "exist). Relative to the current directory.")
     size: Size = Field(description="Size of each fio job's file (fio `size`), e.g. 256MiB.")
@@ -156,6 +157,8 @@ class BlockTargetConfig(StrictModel):
     def _safe_device(cls, value: str | None) -> str | None:
         if value is None:
             return None
+        if (problem := path_length_problem(value)) is not None:
+            raise ValueError(problem)
         if not value.startswith("/dev/") or not SAFE_PATH_RE.fullmatch(value) or " " in value:
             raise ValueError(f"device {value!r} must be a /dev/ path of letters, digits and _ . / -")
         if any(part in (".", "..") for part in value.split("/")):  # /dev/../home/x is no device in /dev
@@ -182,7 +185,7 @@ class RbdTargetConfig(StrictModel):
     destructive: bool = Field(False, description="Allow writes to an existing image storbench did not create "
                               "(destroying its data); images storbench creates are marked and always writable.")
     conf: Annotated[str, matching(SAFE_PATH_RE, "conf {value!r} has characters storbench will not "
-                                  "pass on")] | None = Field(
+                                  "pass on", path=True)] | None = Field(
         None, description="ceph.conf of the cluster; default: the plan's Ceph lab, or /etc/ceph/ceph.conf without a "
         "lab. Real fio servers use their own /etc/ceph/ceph.conf and keyring.")
     expect: ExpectConfig | None = EXPECT_FIELD
@@ -216,7 +219,7 @@ class CephfsTargetConfig(StrictModel):
 
     kind: Literal["cephfs"] = Field(description="`cephfs`")
     path: Annotated[str, matching(SAFE_PATH_RE, "path {value!r} has characters storbench will not pass "
-                                  "to fio (or a space at either end)")] | None = Field(
+                                  "to fio (or a space at either end)", path=True)] | None = Field(
         None, description="A directory on a mounted CephFS; default: the lab's mount.")
     size: Size = Field(description="Size of each fio job's file (fio `size`).")
     expect: ExpectConfig | None = EXPECT_FIELD

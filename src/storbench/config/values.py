@@ -16,7 +16,7 @@ from storbench.units import MAX_SIZE_BYTES, link_rate_bits, parse_duration_s, pa
 
 __all__ = [
     "FIO_OPTION_NAME_RE", "MANAGED_FIO_OPTIONS", "SAFE_NAME_RE", "SAFE_PATH_RE", "Duration", "FioScalar", "RwPattern",
-    "Size", "StrictModel", "Sweep",
+    "Size", "StrictModel", "Sweep", "path_length_problem",
 ]
 
 MAX_COUNT = MAX_SIZE_BYTES  # any other number a plan gives: a signed 64-bit integer (SQLite, fio)
@@ -29,18 +29,37 @@ SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # here as one directory and opened by fio as another
 SAFE_PATH_RE = re.compile(r"^[A-Za-z0-9_./+@%,=~-](?:[A-Za-z0-9_./+@%,=~ -]*[A-Za-z0-9_./+@%,=~-])?$")
 FIO_OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+# A path's length: fio copies a directory and its file's name into one 4,096-byte buffer (a longer one overran it);
+# Linux takes no name of more than 255 bytes between slashes (NAME_MAX: `plan` had crashed on ENAMETOOLONG)
+MAX_PATH_CHARS = 1024
+MAX_NAME_CHARS = 255
 
 
-def matching(pattern: str | re.Pattern[str], refusal: str, *, each: bool = False) -> AfterValidator:
+def path_length_problem(text: str) -> str | None:
+    """Why ``text`` is too long for a path fio and Linux take, or None."""
+    if len(text) > MAX_PATH_CHARS:
+        return f"it is {len(text):,} characters long: a path of at most {MAX_PATH_CHARS:,} is taken"
+    longest = max(text.split("/"), key=len)
+    if len(longest.encode("utf-8")) > MAX_NAME_CHARS:
+        return (f"one of its names is {len(longest.encode('utf-8')):,} bytes long: Linux takes at most "
+                f"{MAX_NAME_CHARS} between slashes")
+    return None
+
+
+def matching(pattern: str | re.Pattern[str], refusal: str, *, each: bool = False,
+             path: bool = False) -> AfterValidator:
     """The rule of a text key, for its type (``Annotated[str, matching(...)] | None``: None passes): the text matches
     ``pattern`` whole, else the plan is refused with ``refusal``, in which ``{value!r}`` shows the text. ``each``:
-    every text of a list, or every key of a mapping (the error names the whole key)."""
+    every text of a list, or every key of a mapping (the error names the whole key); ``path``: a path, whose length
+    is bounded too (`path_length_problem`)."""
     compiled = re.compile(pattern)
 
     def check(value: Any) -> Any:
         for text in value if each else [value]:
             if text == "":
                 raise ValueError("it is empty: give a value")  # "path '' has characters ..." had said otherwise
+            if path and (problem := path_length_problem(text)) is not None:
+                raise ValueError(problem)  # said before the text, which would fill the screen
             if not compiled.fullmatch(text):
                 raise ValueError(refusal.format(value=text))
         return value

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 
@@ -117,11 +118,17 @@ def _md_cell(value: object) -> str:
 _MARKDOWN_ACTIVE = str.maketrans({c: "\\" + c for c in "\\|[]<>`"})
 
 
+_BARE_LINK = re.compile(r"(?i)(www)\.|(:)//")  # GitHub's extended autolinks: www.x.y and scheme://...
+
+
 def markdown_cell(text: str) -> str:
     """Text for a Markdown table cell: on one line, with what Markdown would act on escaped — pipes (a new cell),
-    brackets (a link or an image), angle brackets (an autolink or HTML), backticks (code) and backslashes — so a
-    value from a plan or a stored run is shown as written, never as a link."""
-    return text.translate(_MARKDOWN_ACTIVE).replace("\n", " ")
+    brackets (a link or an image), angle brackets (an autolink or HTML), backticks (code) and backslashes, and the
+    bare links GitHub makes of `www.` and `://` (a target named www.evil.example had been a link) — so a value from
+    a plan or a stored run is shown as written, never as a link to a host. (An address-like a@b.example in a path
+    still becomes a mailto: link there: no escape stops that one.)"""
+    escaped = text.translate(_MARKDOWN_ACTIVE).replace("\n", " ")
+    return _BARE_LINK.sub(lambda m: f"{m.group(1)}\\." if m.group(1) else "\\://", escaped)
 
 
 def to_markdown(records: Sequence[Record]) -> str:
