@@ -657,3 +657,17 @@ def test_the_k8s_labs_host_path_volumes_count_against_the_disk_they_are_made_on(
         "pod_security: baseline", "pod_security: baseline, storage_class: storbench-csi"), "c")
     (disk,) = lab_disk_demands(csi.config, expand(csi))
     assert disk.total == 4 * (8 << 40) and "k8s lab CSI volumes of 'v' 32TiB" in disk.needs[0].text, disk
+
+
+def test_a_path_whose_directory_grows_too_long_once_resolved_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan's ./data is short; the directory fio would get (the current directory taken in) is over 1,024
+    characters: refused in one line, before fio's 4,096-byte buffer for a directory and its file's name is near."""
+    deep = tmp_path.joinpath(*["d" * 200] * 6)
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    text = "name: x\ntargets:\n  t: {kind: path, path: ./data, size: 1MiB}\nworkload: {rw: randread}\n"
+    code, _, err = run_cli(capsys, "plan", str(write_plan(deep, text)))
+    said = " ".join(err.split())
+    assert code == 2 and "target 't': the directory fio would get" in said and "is too long (it is " in said, err
+    assert "a path of at most 1,024 is taken) (hint: point path at a shorter directory)" in said, err

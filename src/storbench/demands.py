@@ -194,11 +194,12 @@ def memory_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
 
 def job_threads(case: Case) -> tuple[int, int, int]:
     """A job's threads besides its own: verify_async's, `io_submit_mode: offload`'s submitters (fio starts one per
-    iodepth: its rate-submit workqueue) and io_uring's `sqthread_poll` kernel thread."""
+    iodepth: its rate-submit workqueue) and io_uring's `sqthread_poll` kernel threads (one for each ring: the job's,
+    and each submitter's own, which sets up its engine again)."""
     options = dict(case.workload.fio_options)
-    return (int(options.get("verify_async", "0")),
-            case.workload.iodepth if options.get("io_submit_mode") == "offload" else 0,
-            1 if options.get("sqthread_poll") == "1" else 0)
+    submitters = case.workload.iodepth if options.get("io_submit_mode") == "offload" else 0
+    polling = 1 if options.get("sqthread_poll") == "1" else 0
+    return int(options.get("verify_async", "0")), submitters, polling * (1 + submitters)
 
 
 def fio_tasks(case: Case) -> int:
@@ -233,9 +234,11 @@ def task_demands(config: PlanConfig, cases: Sequence[Case]) -> list[Demand]:
         own = "".join(f" + {name} {count:,}" for name, count in (
             ("verify_async", asynchronous), ("offload's submitters (iodepth)", submitters),
             ("sqthread_poll", polling)) if count or name == "verify_async")
+        levers = ["numjobs", "clients", "verify_async"] + (["the offloaded iodepth"] if submitters else []) + (
+            ["sqthread_poll"] if polling else [])
         needs.append(Need(("workload", "numjobs"), f"fio's {fio_tasks(case):,} (numjobs {w.numjobs} x (1{own}) + 1, "
                           f"x clients {case.clients})", fio_tasks(case),
-                          "lower numjobs, clients, verify_async or the offloaded iodepth"))
+                          "lower " + ", ".join(levers[:-1]) + " or " + levers[-1]))
     points = [c.lab.ceph for c in cases if c.lab.ceph is not None]
     if points:
         each = max(osd_threads(p) for p in points)

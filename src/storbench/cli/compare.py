@@ -113,7 +113,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if found:
             _console(stderr=True).print(
                 f"regression: {len(found)} significantly worse cells beyond {args.fail_on_regression:g} % ({shared}); "
-                f"worst {_worst_cell(found)}", markup=False)
+                f"worst {_worst_cell(found)}, its interval at that shared level", markup=False)
             return 1
         single = regressions(comparisons, args.fail_on_regression)
         if single:  # worse at 5 % a cell, not at the table's shared level: neither shown nor ruled out

@@ -32,7 +32,7 @@ FIO_OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 # A path's length: fio copies a directory and its file's name into one 4,096-byte buffer (a longer one overran it);
 # Linux takes no name of more than 255 bytes between slashes (NAME_MAX: `plan` had crashed on ENAMETOOLONG)
 MAX_PATH_CHARS = 1024
-MAX_NAME_CHARS = 255
+MAX_NAME_BYTES = 255
 
 
 def path_length_problem(text: str) -> str | None:
@@ -40,9 +40,9 @@ def path_length_problem(text: str) -> str | None:
     if len(text) > MAX_PATH_CHARS:
         return f"it is {len(text):,} characters long: a path of at most {MAX_PATH_CHARS:,} is taken"
     longest = max(text.split("/"), key=len)
-    if len(longest.encode("utf-8")) > MAX_NAME_CHARS:
+    if len(longest.encode("utf-8")) > MAX_NAME_BYTES:
         return (f"one of its names is {len(longest.encode('utf-8')):,} bytes long: Linux takes at most "
-                f"{MAX_NAME_CHARS} between slashes")
+                f"{MAX_NAME_BYTES} between slashes")
     return None
 
 

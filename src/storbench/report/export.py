@@ -126,7 +126,7 @@ def markdown_cell(text: str) -> str:
     brackets (a link or an image), angle brackets (an autolink or HTML), backticks (code) and backslashes, and the
     bare links GitHub makes of `www.` and `://` (a target named www.evil.example had been a link) — so a value from
     a plan or a stored run is shown as written, never as a link to a host. (An address-like a@b.example in a path
-    still becomes a mailto: link there: no escape stops that one.)"""
+    still becomes a mailto: link there, and @name a mention where GitHub makes them: no escape stops those.)"""
     escaped = text.translate(_MARKDOWN_ACTIVE).replace("\n", " ")
     return _BARE_LINK.sub(lambda m: f"{m.group(1)}\\." if m.group(1) else "\\://", escaped)
 

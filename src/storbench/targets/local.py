@@ -10,6 +10,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from storbench.config.values import path_length_problem
 from storbench.demands import MACHINE_SHARE, inodes_need
 from storbench.errors import UserError
 from storbench.execute.regions import CHECK_OBJECT_BYTES
@@ -62,6 +63,10 @@ def check_path_target(spec: PathTarget | CephfsTarget, cases: Sequence[Case], *,
     directory or an existing test file could let another user redirect fio's writes."""
     assert spec.path is not None
     directory = Path(spec.path).expanduser().resolve()
+    if (problem := path_length_problem(str(directory))) is not None:  # the plan's own text was checked; this is
+        # what fio gets, the current directory, ~ and symbolic links taken in
+        raise UserError(f"target '{spec.name}': the directory fio would get, {str(directory)[:60]!r}..., is too long "
+                        f"({problem})", where=where, hint="point path at a shorter directory")
     if not is_safe_job_value(escape_fio_path(str(directory))):
         raise UserError(f"target '{spec.name}': the directory {str(directory)!r} has characters that cannot go into "
                         "a fio job file", where=where, hint="use a directory without quotes, '$', '#', ';' or brackets")
