@@ -127,7 +127,9 @@ def test_the_writer_writes_each_block_once_before_any_again_so_every_write_is_re
     from storbench.execute.regions import FileRegion
 
     block = 4096
-    for blocks, iops, seconds in ((512, 400.0, 0.3), (64, None, 0.3)):
+    # the unthrottled pass wrote 191 blocks in 0.3 s beside a busy suite on a 2-core VM (CI, 2026-12-03): 16 blocks
+    # are many passes at any such speed, where 64 had asked for more than 4 x 64 writes of it
+    for blocks, iops, seconds in ((512, 400.0, 0.3), (16, None, 0.3)):
         data = tmp_path / f"{blocks}.img"
         data.write_bytes(bytes(blocks * block))
         region = FileRegion(str(data), direct=False)
@@ -141,7 +143,7 @@ def test_the_writer_writes_each_block_once_before_any_again_so_every_write_is_re
             assert record.writes > 20 and set(generations.values()) == {1}, generations
             assert found.read_back == found.acknowledged == record.writes
         else:  # passes over each thread's blocks: written n or n + 1 times, never n + 2
-            assert record.writes > 4 * blocks, record.writes
+            assert record.writes > 3 * blocks, record.writes  # passes: n + 1 at most, for n of 3 or more
             for thread in range(4):
                 mine = [generations.get(i, 0) for i in range(thread, blocks, 4)]
                 assert max(mine) - min(mine) <= 1, (thread, mine)
